@@ -1,0 +1,36 @@
+/**
+ * The error code catalogue: every `code` the API can return, with its `type` and HTTP status.
+ * Source: ../shared/API.md "Errors" (types, statuses and the minimum codes). README.md lists the
+ * same table; test/unit/error-catalogue.test.ts keeps the two in sync.
+ */
+export const ERROR_CATALOGUE = {
+  invalid_json: { type: 'invalid_request_error', status: 400 },
+  validation_failed: { type: 'invalid_request_error', status: 400 },
+  missing_org_id: { type: 'invalid_request_error', status: 400 },
+  unknown_provider: { type: 'invalid_request_error', status: 400 },
+  missing_credentials: { type: 'authentication_error', status: 401 },
+  invalid_api_key: { type: 'authentication_error', status: 401 },
+  revoked_api_key: { type: 'authentication_error', status: 401 },
+  invalid_token: { type: 'authentication_error', status: 401 },
+  expired_token: { type: 'authentication_error', status: 401 },
+  invalid_refresh_token: { type: 'authentication_error', status: 401 },
+  not_a_member: { type: 'permission_error', status: 403 },
+  forbidden: { type: 'permission_error', status: 403 },
+  not_found: { type: 'not_found_error', status: 404 },
+  method_not_allowed: { type: 'invalid_request_error', status: 405 },
+  conversation_closed: { type: 'conflict_error', status: 409 },
+  turn_in_progress: { type: 'conflict_error', status: 409 },
+  body_too_large: { type: 'payload_too_large_error', status: 413 },
+  unsupported_content_type: { type: 'unsupported_media_type_error', status: 415 },
+  document_unprocessable: { type: 'invalid_request_error', status: 422 },
+  rate_limited: { type: 'rate_limit_error', status: 429 },
+  model_unavailable: { type: 'upstream_error', status: 502 },
+  model_timeout: { type: 'upstream_error', status: 504 },
+  internal_error: { type: 'api_error', status: 500 },
+  shutting_down: { type: 'api_error', status: 503 },
+} as const satisfies Record<string, { type: string; status: number }>;
+
+/** A stable error code, e.g. `invalid_api_key`. */
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+/** An error type, e.g. `authentication_error`. */
+export type ErrorType = (typeof ERROR_CATALOGUE)[ErrorCode]['type'];

@@ -1,0 +1,27 @@
+/**
+ * Shapes shared by ingestion (worker pool) and the store.
+ */
+
+/** Content types a document may be uploaded as (API.md "Knowledge bases"; HTML/PDF/DOCX come later). */
+export const DOCUMENT_CONTENT_TYPES = ['text/plain', 'text/markdown'] as const;
+export type DocumentContentType = (typeof DOCUMENT_CONTENT_TYPES)[number];
+
+/** What the main thread sends to the ingestion worker. `content` is the raw upload. */
+export interface IngestTask {
+  title: string;
+  contentType: DocumentContentType;
+  content: Uint8Array | string;
+}
+
+/** One chunk of a document, ready to index. `ord` is 0-based document order; sizes in characters. */
+export interface ChunkDraft {
+  ord: number;
+  /** Heading path of the section the chunk sits in, e.g. `Crypto > Class: Hash`; '' at top level. */
+  heading: string;
+  text: string;
+}
+
+/** What the worker returns: the chunks, or a failure message for the document's `error` field. */
+export type IngestResult =
+  | { ok: true; chunks: ChunkDraft[]; characters: number }
+  | { ok: false; error: string };

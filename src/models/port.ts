@@ -1,0 +1,78 @@
+/**
+ * The model port (DESIGN.md "Models"): one streaming call per generation step. The turn runs the tool
+ * loop around it: when a step ends with finish reason `tool_calls`, the turn runs the tools, appends the
+ * results to `messages` and calls `stream` again.
+ */
+
+/** A knowledge-base passage handed to the model and, when used, cited. `score` is higher-is-better. */
+export interface Passage {
+  document_id: string;
+  chunk_id: string;
+  title: string;
+  /** Heading path inside the document, e.g. `HTTP > Class: http.Agent`; empty at top level. */
+  heading: string;
+  text: string;
+  score: number;
+}
+
+/** A tool call as the model produced it; `arguments` is the raw JSON text the model wrote. */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** One message of the model conversation, in OpenAI chat-completions roles. */
+export type ModelMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; tool_calls?: ModelToolCall[] }
+  | { role: 'tool'; tool_call_id: string; name: string; content: string };
+
+/** A tool offered to the model: JSON Schema `parameters`, as in the OpenAI tools format. */
+export interface ModelToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** Input of one generation step. */
+export interface ModelTurnInput {
+  /** Provider-specific model name, e.g. `gpt-4o-mini`; the builtin model ignores it. */
+  model: string;
+  /** Agent instructions + conversation history (oldest first) + tool messages of this turn. */
+  messages: ModelMessage[];
+  /** Passages retrieved for this turn before generation (best first). */
+  passages: Passage[];
+  tools: ModelToolSpec[];
+  /** Cap on output tokens for this step, if the agent sets one. */
+  maxOutputTokens?: number;
+}
+
+/** Token counts of one step. Units: tokens. */
+export interface ModelUsage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** Why a step ended. `tool_calls`: the turn must run tools and call again. */
+export type ModelFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+
+/** What a step yields, in order: text deltas and tool calls as they come, then usage and finish once. */
+export type ModelPart =
+  | { type: 'text-delta'; delta: string }
+  | { type: 'tool-call'; call: ModelToolCall }
+  | { type: 'usage'; usage: ModelUsage }
+  | { type: 'finish'; reason: ModelFinishReason; passagesUsed?: string[] };
+
+/**
+ * A model provider. `stream` yields parts until `finish`. It must stop promptly and throw when `signal`
+ * aborts. Failures are thrown as AppError with code `model_unavailable` (upstream refused or broke) or
+ * `model_timeout` (no token within the configured time); `finish.passagesUsed` lists the chunk ids the
+ * answer drew on when the provider knows (the builtin model does), else the turn cites every passage
+ * it handed over.
+ */
+export interface ModelProvider {
+  readonly name: string;
+  stream(input: ModelTurnInput, signal: AbortSignal): AsyncIterable<ModelPart>;
+}
