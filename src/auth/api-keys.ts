@@ -1,0 +1,62 @@
+import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const PREFIX = 'sk_';
+const RANDOM_LEN = 30;
+const CHECKSUM_LEN = 6;
+/** Full length of an API key: `sk_` + 30 + 6 = 39 characters. */
+export const API_KEY_LENGTH = PREFIX.length + RANDOM_LEN + CHECKSUM_LEN;
+const KEY_SHAPE = /^sk_[0-9A-Za-z]{36}$/;
+
+function base62(n: number, width: number): string {
+  let out = '';
+  for (let i = 0; i < width; i++) { out = BASE62[n % 62] + out; n = Math.floor(n / 62); }
+  return out;
+}
+
+/** The 6-char base62 CRC32 of `sk_` + the random part (GitHub's token checksum layout). */
+function checksum(body: string): string {
+  return base62(crc32(body) >>> 0, CHECKSUM_LEN);
+}
+
+/**
+ * A new API key, `sk_` + 30 random base62 chars (≈178 bits, from the CSPRNG) + 6-char base62 CRC32
+ * checksum (API.md "Credentials"). Shown once; only `hashApiKey(key)` is stored.
+ */
+export function generateApiKey(): string {
+  let body = PREFIX;
+  for (let i = 0; i < RANDOM_LEN; i++) body += BASE62[randomInt(62)];
+  return body + checksum(body);
+}
+
+/**
+ * True when `key` has the API-key shape and its checksum matches, so typos and made-up keys are refused
+ * before any store lookup. Does not say whether the key exists.
+ */
+export function isWellFormedApiKey(key: string): boolean {
+  if (!KEY_SHAPE.test(key)) return false;
+  const body = key.slice(0, PREFIX.length + RANDOM_LEN);
+  const sum = key.slice(PREFIX.length + RANDOM_LEN);
+  const expected = checksum(body);
+  return timingSafeEqual(Buffer.from(sum), Buffer.from(expected));
+}
+
+/**
+ * SHA-256 hex of the key: the stored form. A fast hash is right here because the key carries ≈178 bits
+ * of entropy (no dictionary to guess from), unlike a password.
+ */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** Constant-time comparison of two equal-length hex digests (lengths are checked first). */
+export function digestsEqual(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  return timingSafeEqual(Buffer.from(a), Buffer.from(b));
+}
+
+/** Display form that identifies a key without revealing it: `sk_…` + last 4 chars. */
+export function redactApiKey(key: string): string {
+  return `sk_…${key.slice(-4)}`;
+}

@@ -1,0 +1,70 @@
+import { readdir, readFile, writeFile, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
+import { newId } from '../ids/ids.js';
+import type { KnowledgeService } from '../knowledge/knowledge-service.js';
+import type { Logger } from '../log/logger.js';
+import { DEFAULT_SAFETY } from '../moderation/safety-check.js';
+import type { Store } from '../store/ports.js';
+
+/** What the first start created; `api_key` is the only copy besides the 0600 credentials file. */
+export interface InitialCredentials {
+  organization_id: string;
+  agent_id: string;
+  knowledge_base_id: string;
+  api_key_id: string;
+  api_key: string;
+  created_at: string;
+}
+
+/** Name of the credentials file in the data directory. */
+export const CREDENTIALS_FILE = 'initial-credentials.json';
+
+/**
+ * First-run bootstrap of an empty store, the way self-hosted services do it: a demo organization, a
+ * knowledge base filled with every `*.md` of `docsDir` (through the ingestion pool), the demo agent
+ * "Parley Guide", and one API key, written to `<dataDir>/initial-credentials.json` with mode 0600.
+ * Returns undefined (and does nothing) when the store already has an organization.
+ */
+export async function bootstrapIfEmpty(deps: {
+  store: Store; knowledge: KnowledgeService; logger: Logger; dataDir: string; docsDir: string;
+}): Promise<InitialCredentials | undefined> {
+  const { store, knowledge, logger } = deps;
+  if ((await store.organizations.count()) > 0) return undefined;
+  const now = new Date().toISOString();
+  const orgId = newId('org');
+  await store.organizations.create({ id: orgId, name: 'Demo organization', created_at: now });
+  const kb = { id: newId('kb'), org_id: orgId, name: 'Parley documentation', created_at: now };
+  await store.knowledge.createBase(kb);
+
+  let files: string[] = [];
+  try {
+    files = (await readdir(deps.docsDir)).filter((f) => f.endsWith('.md')).sort();
+  } catch {
+    logger.warn({ docs_dir: deps.docsDir }, 'docs folder not found: the demo knowledge base starts empty');
+  }
+  for (const file of files) {
+    const content = await readFile(join(deps.docsDir, file));
+    const title = file.replace(/\.md$/, '').replace(/[-_]+/g, ' ').replace(/^\w/, (c) => c.toUpperCase());
+    await knowledge.upload(kb, { title, contentType: 'text/markdown', content: new Uint8Array(content) });
+  }
+
+  const agentId = newId('agt');
+  await store.agents.create({
+    id: agentId, org_id: orgId, name: 'Parley Guide', description: 'Answers questions about Parley from its documentation.',
+    instructions: 'You are Parley Guide. Answer questions about the Parley service using only the documentation passages you are given, and cite them by number.',
+    model: { provider: 'builtin', name: 'builtin' }, knowledge_base_ids: [kb.id], tools: ['search_knowledge'],
+    safety: { ...DEFAULT_SAFETY, blocked_phrases: [] }, published: false, public_key: null, created_at: now, updated_at: now,
+  });
+
+  const apiKey = generateApiKey();
+  const keyId = newId('key');
+  await store.apiKeys.create({ id: keyId, org_id: orgId, name: 'Initial key', key_hash: hashApiKey(apiKey), last4: apiKey.slice(-4), created_at: now, revoked_at: null });
+
+  const creds: InitialCredentials = { organization_id: orgId, agent_id: agentId, knowledge_base_id: kb.id, api_key_id: keyId, api_key: apiKey, created_at: now };
+  await mkdir(deps.dataDir, { recursive: true });
+  await writeFile(join(deps.dataDir, CREDENTIALS_FILE), `${JSON.stringify(creds, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  await knowledge.settled();
+  logger.info({ organization_id: orgId, agent_id: agentId, documents: files.length }, 'first start: demo organization created');
+  return creds;
+}

@@ -1,0 +1,107 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce.number().int().min(min).max(max).default(def);
+
+const bool = (def: boolean) =>
+  z.enum(['true', 'false', '1', '0']).default(def ? 'true' : 'false').transform((v) => v === 'true' || v === '1');
+
+/**
+ * The environment variables Parley reads (the only place that reads `process.env`). Sizes in bytes,
+ * durations in ms. README.md "Configuration" documents every one.
+ */
+const EnvSchema = z.object({
+  PARLEY_HOST: z.string().default('0.0.0.0'),
+  PARLEY_PORT: int(8080, 0, 65535),
+  PARLEY_DATA_DIR: z.string().default('./data'),
+  PARLEY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PARLEY_BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
+  PARLEY_DOCUMENT_LIMIT_BYTES: int(10 * 1024 * 1024, 1024),
+  PARLEY_OPENAI_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  PARLEY_OPENAI_API_KEY: z.string().optional(),
+  PARLEY_MODEL_TIMEOUT_MS: int(60_000, 1),
+  PARLEY_INGEST_WORKERS: int(1, 1, 64),
+  PARLEY_IDLE_UNLOAD_MS: int(5 * 60_000, 1),
+  PARLEY_MAX_QUEUED_TURNS: int(4, 0, 100),
+  PARLEY_MAX_TOOL_STEPS: int(4, 1, 16),
+  PARLEY_RETRIEVAL_K: int(4, 0, 20),
+  PARLEY_HEARTBEAT_MS: int(15_000, 10),
+  PARLEY_SHUTDOWN_GRACE_MS: int(10_000, 0),
+  PARLEY_TURN_REPLAY_MS: int(5 * 60_000, 0),
+  PARLEY_BOOTSTRAP: bool(true),
+  PARLEY_DOCS_DIR: z.string().optional(),
+  PARLEY_BUILTIN_WORD_DELAY_MS: int(0, 0, 10_000),
+});
+
+/** Parsed, frozen configuration. */
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Cap on a JSON request body, bytes (413 body_too_large past it). */
+  bodyLimitBytes: number;
+  /** Cap on a raw document upload, bytes. */
+  documentLimitBytes: number;
+  openai: { baseUrl: string; apiKey: string | undefined } | undefined;
+  /** A model stream with no token for this long fails with model_timeout, ms. */
+  modelTimeoutMs: number;
+  ingestWorkers: number;
+  /** A conversation actor idle this long is unloaded, ms. */
+  idleUnloadMs: number;
+  /** Visitor messages that may wait behind a running turn; one more gets 409 turn_in_progress. */
+  maxQueuedTurns: number;
+  /** Model calls per turn (tool loop bound). */
+  maxToolSteps: number;
+  /** Passages retrieved per turn. */
+  retrievalK: number;
+  /** SSE `: ping` interval, ms. */
+  heartbeatMs: number;
+  /** On SIGTERM, running turns get this long to finish, ms. */
+  shutdownGraceMs: number;
+  /** A finished turn's events stay replayable this long, ms. */
+  turnReplayMs: number;
+  /** Create the demo organization, agent and key on first start with an empty data dir. */
+  bootstrap: boolean;
+  /** Folder ingested as the demo knowledge base; default: the project's docs/. */
+  docsDir: string;
+  /** Pause between words of the builtin model, ms (0 = only yield to the event loop). */
+  builtinWordDelayMs: number;
+}
+
+/**
+ * Parses configuration from an environment map (default `process.env`). Throws an Error listing every
+ * invalid variable. `projectRoot` resolves the default docs folder.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, projectRoot = process.cwd()): Readonly<Config> {
+  const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  return Object.freeze({
+    host: e.PARLEY_HOST,
+    port: e.PARLEY_PORT,
+    dataDir: resolve(e.PARLEY_DATA_DIR),
+    logLevel: e.PARLEY_LOG_LEVEL,
+    bodyLimitBytes: e.PARLEY_BODY_LIMIT_BYTES,
+    documentLimitBytes: e.PARLEY_DOCUMENT_LIMIT_BYTES,
+    openai: e.PARLEY_OPENAI_BASE_URL
+      ? { baseUrl: e.PARLEY_OPENAI_BASE_URL.replace(/\/+$/, ''), apiKey: e.PARLEY_OPENAI_API_KEY }
+      : undefined,
+    modelTimeoutMs: e.PARLEY_MODEL_TIMEOUT_MS,
+    ingestWorkers: e.PARLEY_INGEST_WORKERS,
+    idleUnloadMs: e.PARLEY_IDLE_UNLOAD_MS,
+    maxQueuedTurns: e.PARLEY_MAX_QUEUED_TURNS,
+    maxToolSteps: e.PARLEY_MAX_TOOL_STEPS,
+    retrievalK: e.PARLEY_RETRIEVAL_K,
+    heartbeatMs: e.PARLEY_HEARTBEAT_MS,
+    shutdownGraceMs: e.PARLEY_SHUTDOWN_GRACE_MS,
+    turnReplayMs: e.PARLEY_TURN_REPLAY_MS,
+    bootstrap: e.PARLEY_BOOTSTRAP,
+    docsDir: resolve(projectRoot, e.PARLEY_DOCS_DIR ?? 'docs'),
+    builtinWordDelayMs: e.PARLEY_BUILTIN_WORD_DELAY_MS,
+  });
+}

@@ -1,0 +1,83 @@
+import { AppError } from '../errors/app-error.js';
+import { newId } from '../ids/ids.js';
+import type { Logger } from '../log/logger.js';
+import type { EventBus } from '../runtime/event-bus.js';
+import type { DocumentRecord, KnowledgeBaseRecord, Store } from '../store/ports.js';
+import type { IngestionPool } from './ingestion-pool.js';
+import type { DocumentContentType } from './types.js';
+
+/** A document upload: `content` is the raw body (bytes) or JSON `content` (string). */
+export interface DocumentUpload {
+  title: string;
+  contentType: DocumentContentType;
+  content: Uint8Array | string;
+}
+
+/**
+ * Knowledge-base documents: records the upload as `processing`, hands parsing and chunking to the
+ * worker pool, then stores the chunks (`ready`) or the reason (`failed`) and publishes
+ * `document.ready` / `document.failed`. A bad document fails alone; the pool keeps serving.
+ */
+export class KnowledgeService {
+  private readonly inflight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly pool: IngestionPool,
+    private readonly bus: EventBus,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Creates the document record and starts ingestion; resolves with the `processing` record. */
+  async upload(kb: KnowledgeBaseRecord, upload: DocumentUpload): Promise<DocumentRecord> {
+    const now = new Date().toISOString();
+    const bytes = typeof upload.content === 'string' ? Buffer.byteLength(upload.content) : upload.content.byteLength;
+    const doc: DocumentRecord = {
+      id: newId('doc'), org_id: kb.org_id, knowledge_base_id: kb.id, title: upload.title,
+      content_type: upload.contentType, status: 'processing', error: null, chunk_count: 0, bytes,
+      created_at: now, updated_at: now,
+    };
+    await this.store.knowledge.createDocument(doc);
+    const job = this.ingest(doc, upload).finally(() => this.inflight.delete(job));
+    this.inflight.add(job);
+    return doc;
+  }
+
+  private async ingest(doc: DocumentRecord, upload: DocumentUpload): Promise<void> {
+    const started = performance.now();
+    let error: string;
+    try {
+      const result = await this.pool.run({ title: upload.title, contentType: upload.contentType, content: upload.content });
+      if (result.ok) {
+        const stored = await this.store.knowledge.completeDocument(doc.id, result.chunks, new Date().toISOString());
+        if (stored) {
+          this.logger.info({ document_id: doc.id, chunks: result.chunks.length, ms: Math.round(performance.now() - started) }, 'document ready');
+          this.bus.publish({ type: 'document.ready', org_id: doc.org_id, data: { document_id: doc.id, knowledge_base_id: doc.knowledge_base_id, chunk_count: result.chunks.length } });
+        }
+        return;
+      }
+      error = result.error;
+    } catch (err) {
+      this.logger.error({ err, document_id: doc.id }, 'ingestion failed unexpectedly');
+      error = 'ingestion failed unexpectedly';
+    }
+    try {
+      await this.store.knowledge.failDocument(doc.id, error, new Date().toISOString());
+    } catch (err) {
+      this.logger.error({ err, document_id: doc.id }, 'could not record the ingestion failure');
+    }
+    this.bus.publish({ type: 'document.failed', org_id: doc.org_id, data: { document_id: doc.id, knowledge_base_id: doc.knowledge_base_id, error } });
+  }
+
+  /** Resolves when every ingestion started so far has finished (shutdown, bootstrap, tests). */
+  async settled(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+
+  /** The knowledge base `kbId` of `orgId`, or AppError not_found. */
+  async requireBase(orgId: string, kbId: string): Promise<KnowledgeBaseRecord> {
+    const kb = await this.store.knowledge.getBase(orgId, kbId);
+    if (!kb) throw new AppError('not_found', 'No such knowledge base.');
+    return kb;
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * Document parsing for knowledge-base ingestion: turns a Markdown or plain-text document into
+ * sections of clean, readable paragraphs (markup stripped) under their heading path.
+ *
+ * Runs inside the ingestion worker (src/knowledge/ingest.worker.ts); pure and synchronous.
+ */
+import { Lexer, type Token, type Tokens } from 'marked';
+import type { DocumentContentType } from './types.js';
+
+/**
+ * One heading's worth of a document.
+ *
+ * - `heading`: the heading path, e.g. `Crypto > Class: Hash > hash.update(data)`: at most
+ *   {@link MAX_HEADING_DEPTH} levels joined with {@link HEADING_SEPARATOR}; deeper paths keep the
+ *   top-level heading and the two deepest ones. `''` for text before the first heading and for
+ *   plain-text documents.
+ * - `paragraphs`: plain-text paragraphs (no Markdown syntax), each non-empty and trimmed. Prose
+ *   paragraphs are on one line (soft line breaks become spaces); lists, tables and code blocks keep
+ *   one line per item / row / code line.
+ */
+export interface Section {
+  heading: string;
+  paragraphs: string[];
+}
+
+/** Separator between the levels of a {@link Section.heading} path. */
+export const HEADING_SEPARATOR = ' > ';
+
+/** Deepest heading path kept on a section (levels). */
+export const MAX_HEADING_DEPTH = 3;
+
+/**
+ * Parses a document into sections of plain-text paragraphs.
+ *
+ * - `text/markdown`: lexed with `marked` (GFM). Each heading starts a section; paragraphs, block
+ *   quotes (their inner blocks), lists (one paragraph per list, one line per item), fenced/indented
+ *   code (one paragraph, lines kept as is), tables (one paragraph, one line per row, cells joined
+ *   with ` | `) become paragraphs. Inline markup is reduced to its text: emphasis markers, link
+ *   targets and backticks are dropped (code-span text is kept), HTML entities are decoded.
+ *   HTML comments and inline HTML tags are dropped; an HTML block that still holds text once its tags
+ *   are removed (such as a `<table>`) is kept as text, one line per table row.
+ * - `text/plain`: one section with heading `''`; paragraphs split on blank lines, whitespace
+ *   inside a paragraph collapsed to single spaces.
+ *
+ * Sections without paragraphs are omitted, so the result may be empty. `\r\n` line ends are
+ * accepted. Never throws for any string input.
+ */
+export function parseDocument(content: string, contentType: DocumentContentType): Section[] {
+  const text = content.replace(/\r\n?/g, '\n');
+  if (contentType === 'text/markdown') return parseMarkdown(text);
+  return parsePlainText(text);
+}
+
+function parsePlainText(text: string): Section[] {
+  const paragraphs = text
+    .split(/\n[ \t\f\v]*\n/)
+    .map(collapseWhitespace)
+    .filter((p) => p.length > 0);
+  return paragraphs.length > 0 ? [{ heading: '', paragraphs }] : [];
+}
+
+function parseMarkdown(text: string): Section[] {
+  const tokens = Lexer.lex(text, { gfm: true });
+  const sections: Section[] = [];
+  const stack: string[] = [];
+  let current: Section = { heading: '', paragraphs: [] };
+
+  const push = (paragraph: string): void => {
+    const trimmed = paragraph.trim();
+    if (trimmed.length > 0) current.paragraphs.push(trimmed);
+  };
+
+  for (const token of tokens) {
+    if (token.type === 'heading') {
+      const heading = token as Tokens.Heading;
+      if (current.paragraphs.length > 0) sections.push(current);
+      const depth = Math.min(Math.max(heading.depth, 1), 6);
+      stack.length = depth;
+      stack[depth - 1] = collapseWhitespace(inlineText(heading.tokens));
+      current = { heading: headingPath(stack), paragraphs: [] };
+      continue;
+    }
+    blockToParagraphs(token, push);
+  }
+  if (current.paragraphs.length > 0) sections.push(current);
+  return sections;
+}
+
+/** Path of the heading stack: non-empty levels, first + last two when deeper than MAX_HEADING_DEPTH. */
+function headingPath(stack: string[]): string {
+  const levels: string[] = [];
+  for (const level of stack) if (level !== undefined && level.length > 0) levels.push(level);
+  if (levels.length > MAX_HEADING_DEPTH) {
+    const first = levels[0] ?? '';
+    return [first, ...levels.slice(levels.length - (MAX_HEADING_DEPTH - 1))].join(HEADING_SEPARATOR);
+  }
+  return levels.join(HEADING_SEPARATOR);
+}
+
+/** Emits the plain-text paragraph(s) of one block-level token (headings are handled by the caller). */
+function blockToParagraphs(token: Token, push: (paragraph: string) => void): void {
+  switch (token.type) {
+    case 'space':
+    case 'hr':
+    case 'def':
+      return;
+    case 'heading':
+    case 'paragraph':
+      push(collapseWhitespace(inlineText((token as Tokens.Paragraph).tokens)));
+      return;
+    case 'text': {
+      const t = token as Tokens.Text;
+      push(collapseWhitespace(t.tokens ? inlineText(t.tokens) : decodeEntities(t.text)));
+      return;
+    }
+    case 'code':
+      push(codeText((token as Tokens.Code).text));
+      return;
+    case 'blockquote':
+      for (const child of (token as Tokens.Blockquote).tokens) blockToParagraphs(child, push);
+      return;
+    case 'list':
+      push(listLines(token as Tokens.List).join('\n'));
+      return;
+    case 'table':
+      push(tableLines(token as Tokens.Table).join('\n'));
+      return;
+    case 'html':
+      push(htmlBlockText((token as Tokens.HTML).text));
+      return;
+    default: {
+      const generic = token as Tokens.Generic;
+      if (Array.isArray(generic.tokens)) push(collapseWhitespace(inlineText(generic.tokens as Token[])));
+      else if (typeof generic.text === 'string') push(collapseWhitespace(decodeEntities(generic.text)));
+    }
+  }
+}
+
+/** One line per list item (nested lists flattened after their item); ordered items keep their number. */
+function listLines(list: Tokens.List): string[] {
+  const lines: string[] = [];
+  const start = typeof list.start === 'number' ? list.start : 1;
+  list.items.forEach((item, index) => {
+    const own: string[] = [];
+    const nested: string[] = [];
+    for (const child of item.tokens) {
+      if (child.type === 'list') {
+        nested.push(...listLines(child as Tokens.List));
+      } else if (child.type === 'code') {
+        nested.push(codeText((child as Tokens.Code).text));
+      } else if (child.type !== 'checkbox') {
+        blockToParagraphs(child, (p) => own.push(p));
+      }
+    }
+    const text = collapseWhitespace(own.join(' '));
+    if (text.length > 0) lines.push(list.ordered ? `${start + index}. ${text}` : text);
+    lines.push(...nested.filter((l) => l.length > 0));
+  });
+  return lines;
+}
+
+function tableLines(table: Tokens.Table): string[] {
+  const row = (cells: Tokens.TableCell[]): string =>
+    cells.map((cell) => collapseWhitespace(inlineText(cell.tokens))).join(' | ');
+  const lines = [row(table.header), ...table.rows.map(row)];
+  return lines.filter((line) => line.replace(/[|\s]/g, '').length > 0);
+}
+
+/** Code block text: lines kept, trailing spaces and leading/trailing blank lines removed. */
+function codeText(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .join('\n')
+    .replace(/^\n+|\n+$/g, '');
+}
+
+/**
+ * Text of a block of raw HTML: comments dropped, tags removed, entities decoded; table rows
+ * (`</tr>`) and block ends become line breaks and table cells are joined with ` | `.
+ * Returns '' for markup without text (comments, anchors).
+ */
+function htmlBlockText(html: string): string {
+  const CELL = '\u0001';
+  const withoutComments = html.replace(/<!--[\s\S]*?(?:-->|$)/g, ' ');
+  if (!/[^\s]/.test(withoutComments.replace(/<[^>]*>/g, ''))) return '';
+  const marked = withoutComments
+    .replace(/\s+/g, ' ')
+    .replace(/<\/t[dh]\s*>/gi, CELL)
+    .replace(/<\/(?:tr|p|div|li|h[1-6]|pre|table|thead|tbody|blockquote|dd|dt)\s*>|<br\s*\/?>/gi, '\n')
+    .replace(/<\/?(?:a|abbr|b|code|em|i|kbd|mark|q|s|samp|small|span|strong|sub|sup|u|var)\b[^>]*>/gi, '')
+    .replace(/<[^>]*>/g, ' ');
+  const lines: string[] = [];
+  for (const rawLine of decodeEntities(marked).split('\n')) {
+    const cells = rawLine
+      .split(CELL)
+      .map(collapseWhitespace)
+      .filter((c) => c.length > 0);
+    if (cells.length > 0) lines.push(cells.join(' | '));
+  }
+  return lines.join('\n');
+}
+
+/** Plain text of inline tokens: markup dropped, link targets dropped, code spans kept verbatim. */
+function inlineText(tokens: Token[] | undefined): string {
+  if (!tokens) return '';
+  let out = '';
+  for (const token of tokens) {
+    switch (token.type) {
+      case 'text': {
+        const t = token as Tokens.Text;
+        out += t.tokens && t.tokens.length > 0 ? inlineText(t.tokens) : cleanText(t.text);
+        break;
+      }
+      case 'escape':
+        out += (token as Tokens.Escape).text;
+        break;
+      case 'codespan':
+        out += (token as Tokens.Codespan).text;
+        break;
+      case 'br':
+        out += ' ';
+        break;
+      case 'html':
+      case 'checkbox':
+        break;
+      case 'image':
+        out += cleanText((token as Tokens.Image).text);
+        break;
+      case 'link':
+      case 'strong':
+      case 'em':
+      case 'del':
+        out += inlineText((token as Tokens.Link).tokens);
+        break;
+      default: {
+        const generic = token as Tokens.Generic;
+        if (Array.isArray(generic.tokens)) out += inlineText(generic.tokens as Token[]);
+        else if (typeof generic.text === 'string') out += cleanText(generic.text);
+      }
+    }
+  }
+  return out;
+}
+
+/** Raw inline text: entities decoded, unresolved reference links `[text][ref]` reduced to `text`. */
+function cleanText(text: string): string {
+  return decodeEntities(text.replace(/\[([^\]\n]+)\]\[[^\]\n]*\]/g, '$1'));
+}
+
+function collapseWhitespace(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+const NAMED_ENTITIES: Record<string, string> = {
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  nbsp: ' ',
+  ndash: '\u2013',
+  mdash: '\u2014',
+  hellip: '\u2026',
+  lsquo: '\u2018',
+  rsquo: '\u2019',
+  ldquo: '\u201c',
+  rdquo: '\u201d',
+  copy: '\u00a9',
+  reg: '\u00ae',
+  trade: '\u2122',
+  times: '\u00d7',
+  larr: '\u2190',
+  rarr: '\u2192',
+  bull: '\u2022',
+  middot: '\u00b7',
+};
+
+/** Decodes numeric entities and a common subset of named ones; unknown entities are left as is. */
+function decodeEntities(text: string): string {
+  if (!text.includes('&')) return text;
+  return text.replace(/&(#x[0-9a-f]{1,6}|#[0-9]{1,7}|[a-z][a-z0-9]{1,31});/gi, (whole, name: string) => {
+    if (name.startsWith('#')) {
+      const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
+      if (!Number.isFinite(code) || code <= 0 || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return whole;
+      return String.fromCodePoint(code);
+    }
+    return NAMED_ENTITIES[name.toLowerCase()] ?? whole;
+  });
+}

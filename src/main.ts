@@ -1,0 +1,57 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bootstrapIfEmpty, CREDENTIALS_FILE } from './bootstrap/first-run.js';
+import { loadConfig } from './config/config.js';
+import { startParley } from './parley.js';
+
+/**
+ * CLI entry (`npm start`): reads the environment, starts the server, bootstraps an empty data dir
+ * and drains on SIGTERM/SIGINT. Exit code 1 when start-up fails.
+ */
+async function main(): Promise<void> {
+  const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
+  const config = loadConfig(process.env, projectRoot);
+  const parley = await startParley(config);
+  const { logger, services } = parley;
+
+  if (config.bootstrap) {
+    const creds = await bootstrapIfEmpty({ store: services.store, knowledge: services.knowledge, logger, dataDir: config.dataDir, docsDir: config.docsDir });
+    if (creds) {
+      // Printed once, to the terminal only (never to the log): the key is a secret.
+      process.stdout.write([
+        '',
+        'Parley is ready. This API key is shown once; it is also saved in',
+        `  ${join(config.dataDir, CREDENTIALS_FILE)} (mode 0600)`,
+        '',
+        `  API key:  ${creds.api_key}`,
+        `  Agent:    ${creds.agent_id} (Parley Guide)`,
+        '',
+        'Ask it something, streamed:',
+        `  curl -N ${parley.url}/v1/agents/${creds.agent_id}/chat \\`,
+        `    -H "Authorization: Bearer ${creds.api_key}" -H "Content-Type: application/json" \\`,
+        `    -d '{"message": "How do I stream a reply?", "stream": true}'`,
+        '',
+      ].join('\n') + '\n');
+    } else {
+      logger.info({ credentials_file: join(config.dataDir, CREDENTIALS_FILE) }, 'existing data reused');
+    }
+  }
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'draining');
+    parley.close().then(() => process.exit(0), (err: unknown) => {
+      logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`Parley failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

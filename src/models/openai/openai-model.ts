@@ -1,0 +1,515 @@
+/**
+ * The `openai` model provider: a lean streaming client for any OpenAI-compatible chat-completions
+ * endpoint (OpenAI, vLLM, Ollama, llama.cpp, LM Studio, OpenRouter, ...). DESIGN.md "Models".
+ *
+ * It is the hot path, so it holds one undici keep-alive `Pool` for the upstream origin and parses the
+ * SSE body itself with eventsource-parser; no SDK in between.
+ */
+import { Pool } from 'undici';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { AppError } from '../../errors/app-error.js';
+import type {
+  ModelFinishReason,
+  ModelMessage,
+  ModelPart,
+  ModelProvider,
+  ModelToolCall,
+  ModelToolSpec,
+  ModelTurnInput,
+  ModelUsage,
+  Passage,
+} from '../port.js';
+
+/** Options of {@link createOpenAIProvider}. */
+export interface OpenAIProviderOptions {
+  /** API base URL including any path prefix, e.g. `http://127.0.0.1:1234/v1`; requests go to `${baseUrl}/chat/completions`. */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>` when set; never logged nor put in error messages. */
+  apiKey?: string;
+  /** Idle timeout in ms: the longest wait for the next SSE event (the first one counts from the request). */
+  timeoutMs: number;
+  /** Keep-alive connections to the upstream origin (default 128, pipelining 1). */
+  connections?: number;
+  /** Receives one warning per failed upstream call (status/code only, never the key). */
+  logger?: { warn(obj: object, msg: string): void };
+}
+
+/** The provider plus `close()`, which destroys the pool: in-flight streams fail with `model_unavailable`. */
+export type OpenAIProvider = ModelProvider & { close(): Promise<void> };
+
+/** A message in the OpenAI chat-completions wire format. */
+type WireMessage =
+  | { role: 'system' | 'user'; content: string }
+  | {
+      role: 'assistant';
+      content: string | null;
+      tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+    }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+/** The JSON body POSTed to `/chat/completions`. */
+interface WireRequest {
+  model: string;
+  messages: WireMessage[];
+  stream: true;
+  stream_options: { include_usage: true };
+  tools?: { type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }[];
+  max_tokens?: number;
+}
+
+/** One streamed piece of a tool call; `index` says which call it belongs to. */
+interface WireToolFragment {
+  index?: number;
+  id?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+/** The subset of a `chat.completion.chunk` this client reads; everything is optional on the wire. */
+interface WireChunk {
+  choices?: {
+    delta?: {
+      content?: string | null;
+      tool_calls?: WireToolFragment[];
+    };
+    finish_reason?: string | null;
+  }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  error?: { message?: string } | string;
+}
+
+/** Largest SSE line/event buffered before the stream counts as broken (characters). */
+const MAX_SSE_BUFFER = 8 * 1024 * 1024;
+/** Bytes of a non-2xx body read to find the upstream's error message. */
+const MAX_ERROR_BODY = 16 * 1024;
+/** Characters of the upstream's error message kept in ours. */
+const MAX_UPSTREAM_MESSAGE = 200;
+
+const noop = (): void => {};
+
+/**
+ * Creates the `openai` provider for one OpenAI-compatible endpoint.
+ *
+ * `stream(input, signal)` POSTs `{model, messages, stream: true, stream_options: {include_usage: true},
+ * tools?, max_tokens?}` and yields, in order: a `text-delta` per non-empty content delta, one `tool-call`
+ * per streamed call (fragments joined by `index`) when the choice finishes, `usage` (tokens) when the
+ * upstream sends it, then exactly one `finish`. Passages go in a system message after the first system
+ * message (or first), as a numbered list the model cites by number.
+ *
+ * Errors (all thrown from the iterator): AppError `model_unavailable` for a non-2xx status (upstream
+ * status and the first 200 characters of its message), connection failures, a stream cut before it
+ * finished, malformed JSON or an in-stream error object; AppError `model_timeout` when no SSE event comes
+ * for `timeoutMs` ms (time the consumer spends between parts does not count); the caller signal's reason
+ * (or an `AbortError` DOMException) when `signal` aborts. The request is aborted and the idle timer
+ * cleared on every exit path, including a consumer that stops iterating early.
+ *
+ * @throws TypeError synchronously when `baseUrl` is not an absolute http(s) URL or `timeoutMs` is not positive.
+ */
+export function createOpenAIProvider(opts: OpenAIProviderOptions): OpenAIProvider {
+  const base = new URL(opts.baseUrl);
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+    throw new TypeError(`baseUrl must be http(s), got ${base.protocol}`);
+  }
+  if (!(opts.timeoutMs > 0)) throw new TypeError('timeoutMs must be a positive number of milliseconds');
+  const path = `${base.pathname.replace(/\/+$/, '')}/chat/completions${base.search}`;
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'text/event-stream',
+  };
+  if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
+  const pool = new Pool(base.origin, {
+    connections: opts.connections ?? 128,
+    pipelining: 1,
+    // The idle timer below is the one timeout; undici's own would also count time the consumer holds us.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+  const ctx: StreamContext = {
+    pool,
+    path,
+    headers,
+    timeoutMs: opts.timeoutMs,
+    apiKey: opts.apiKey,
+    logger: opts.logger,
+  };
+  return {
+    name: 'openai',
+    stream: (input, signal) => streamStep(ctx, input, signal),
+    close: () => pool.destroy(),
+  };
+}
+
+interface StreamContext {
+  pool: Pool;
+  path: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  apiKey: string | undefined;
+  logger: OpenAIProviderOptions['logger'];
+}
+
+/** The reason an aborted signal carries, or a standard AbortError when it has none. */
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+async function* streamStep(ctx: StreamContext, input: ModelTurnInput, signal: AbortSignal): AsyncGenerator<ModelPart> {
+  if (signal.aborted) throw abortReason(signal);
+
+  const ac = new AbortController();
+  let timedOut = false;
+  // Idle timer, lazily re-armed: events only stamp `lastActivity`; the timer checks it when it fires.
+  let lastActivity = performance.now();
+  let consumerHolds = false;
+  let timer: NodeJS.Timeout | undefined;
+  const onIdle = (): void => {
+    timer = undefined;
+    const idle = performance.now() - lastActivity;
+    if (consumerHolds || idle < ctx.timeoutMs) {
+      timer = setTimeout(onIdle, consumerHolds ? ctx.timeoutMs : ctx.timeoutMs - idle);
+      return;
+    }
+    timedOut = true;
+    ac.abort(new AppError('model_timeout', `Model upstream sent nothing for ${ctx.timeoutMs} ms.`));
+  };
+  timer = setTimeout(onIdle, ctx.timeoutMs);
+  const onAbort = (): void => ac.abort(abortReason(signal));
+  signal.addEventListener('abort', onAbort, { once: true });
+
+  /** Any failure as what the caller must see: its own abort, our timeout, or model_unavailable. */
+  const toFailure = (err: unknown): unknown => {
+    if (signal.aborted) return abortReason(signal);
+    if (timedOut) return new AppError('model_timeout', `Model upstream sent nothing for ${ctx.timeoutMs} ms.`);
+    if (err instanceof AppError) return err;
+    const code = errorCode(err);
+    ctx.logger?.warn({ model: input.model, code }, 'model upstream connection failed');
+    return new AppError('model_unavailable', `Model upstream connection failed (${code}).`, { cause: err });
+  };
+
+  let finishYielded = false;
+  try {
+    let res: Awaited<ReturnType<Pool['request']>>;
+    try {
+      res = await ctx.pool.request({
+        path: ctx.path,
+        method: 'POST',
+        headers: ctx.headers,
+        body: JSON.stringify(buildRequest(input)),
+        signal: ac.signal,
+      });
+    } catch (err) {
+      throw toFailure(err);
+    }
+    const body = res.body;
+    body.on('error', noop); // errors surface through iteration; never as an unhandled 'error' event
+
+    if (res.statusCode < 200 || res.statusCode > 299) {
+      let text = '';
+      try {
+        text = await readLimited(body, MAX_ERROR_BODY);
+      } catch (err) {
+        throw toFailure(err);
+      }
+      const upstreamMessage = redact(extractErrorMessage(text), ctx.apiKey).slice(0, MAX_UPSTREAM_MESSAGE);
+      ctx.logger?.warn({ model: input.model, status: res.statusCode }, 'model upstream returned an error status');
+      throw new AppError(
+        'model_unavailable',
+        `Model upstream returned HTTP ${res.statusCode}${upstreamMessage ? `: ${upstreamMessage}` : '.'}`,
+      );
+    }
+
+    const acc = new StepAccumulator(ctx.apiKey);
+    const parser = createParser({
+      maxBufferSize: MAX_SSE_BUFFER,
+      onEvent(ev: EventSourceMessage) {
+        lastActivity = performance.now();
+        acc.onEvent(ev.data);
+      },
+      onError(err) {
+        if (err.type === 'max-buffer-size-exceeded') acc.fail('Model upstream sent an oversized SSE event.');
+      },
+    });
+    const decoder = new TextDecoder('utf-8');
+
+    try {
+      for await (const chunk of body as AsyncIterable<Uint8Array>) {
+        if (acc.done) continue; // after [DONE]: drain the rest so the keep-alive socket returns to the pool
+        parser.feed(decoder.decode(chunk, { stream: true }));
+        if (acc.failure) throw acc.failure;
+        if (acc.pending.length === 0) continue;
+        const batch = acc.pending.splice(0);
+        for (const part of batch) {
+          consumerHolds = true;
+          yield part;
+          consumerHolds = false;
+          lastActivity = performance.now();
+          if (part.type === 'finish') finishYielded = true;
+          if (signal.aborted) throw abortReason(signal);
+        }
+      }
+    } catch (err) {
+      if (finishYielded) return; // the answer is complete; a failure while draining does not matter
+      throw toFailure(err);
+    }
+    if (finishYielded) return;
+    // Body ended without [DONE]: complete only if the choice had finished.
+    const tail = acc.endOfBody();
+    if (tail === undefined) {
+      ctx.logger?.warn({ model: input.model }, 'model upstream stream ended before finishing');
+      throw new AppError('model_unavailable', 'Model upstream ended the stream before finishing.');
+    }
+    finishYielded = true; // the body is complete: nothing left to abort
+    for (const part of tail) {
+      consumerHolds = true;
+      yield part;
+      consumerHolds = false;
+      if (signal.aborted) throw abortReason(signal);
+    }
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+    // Aborting after completion is a no-op; before completion it destroys the socket (never left open).
+    if (!finishYielded) ac.abort(new Error('model stream closed'));
+  }
+}
+
+/**
+ * Turns SSE events of one step into parts. Parts land in `pending`; a protocol problem sets `failure`
+ * (thrown by the reader after `feed`, because throwing inside the parser callback would lose it).
+ */
+class StepAccumulator {
+  readonly pending: ModelPart[] = [];
+  failure: AppError | undefined;
+  /** `[DONE]` seen: the finish part is queued; the rest of the body is drained unread. */
+  done = false;
+  private finishRaw: string | null = null;
+  private callsFlushed = false;
+  private usage: ModelUsage | undefined;
+  private readonly calls = new Map<number, ModelToolCall>();
+
+  constructor(private readonly apiKey: string | undefined) {}
+
+  fail(message: string): void {
+    this.failure ??= new AppError('model_unavailable', message);
+  }
+
+  onEvent(data: string): void {
+    if (this.done || this.failure) return;
+    if (data === '[DONE]') {
+      this.pending.push(...this.closing());
+      this.done = true;
+      return;
+    }
+    let chunk: WireChunk;
+    try {
+      chunk = JSON.parse(data) as WireChunk;
+    } catch {
+      this.fail('Model upstream sent malformed JSON in its stream.');
+      return;
+    }
+    if (chunk === null || typeof chunk !== 'object') {
+      this.fail('Model upstream sent a malformed stream chunk.');
+      return;
+    }
+    if (chunk.error !== undefined && chunk.error !== null) {
+      const raw = typeof chunk.error === 'string' ? chunk.error : String(chunk.error.message ?? 'unknown error');
+      this.fail(`Model upstream reported an error: ${redact(raw, this.apiKey).slice(0, MAX_UPSTREAM_MESSAGE)}`);
+      return;
+    }
+    const choice = chunk.choices?.[0];
+    if (choice) {
+      const delta = choice.delta;
+      if (delta) {
+        const content = delta.content;
+        if (typeof content === 'string' && content.length > 0) this.pending.push({ type: 'text-delta', delta: content });
+        if (delta.tool_calls) this.addToolFragments(delta.tool_calls);
+      }
+      if (typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) {
+        this.finishRaw = choice.finish_reason;
+        this.flushCalls();
+      }
+    }
+    const usage = chunk.usage;
+    if (usage && typeof usage === 'object') {
+      this.usage = {
+        input_tokens: toCount(usage.prompt_tokens),
+        output_tokens: toCount(usage.completion_tokens),
+      };
+    }
+  }
+
+  /** Parts that end a body which closed without `[DONE]`, or undefined when the choice never finished. */
+  endOfBody(): ModelPart[] | undefined {
+    if (this.finishRaw === null) return undefined;
+    return this.closing();
+  }
+
+  private addToolFragments(fragments: WireToolFragment[]): void {
+    if (!Array.isArray(fragments)) return;
+    fragments.forEach((frag, position) => {
+      const index = typeof frag.index === 'number' ? frag.index : position;
+      let call = this.calls.get(index);
+      if (call === undefined) {
+        call = { id: '', name: '', arguments: '' };
+        this.calls.set(index, call);
+      }
+      if (!call.id && typeof frag.id === 'string') call.id = frag.id;
+      const fn = frag.function;
+      if (fn) {
+        if (!call.name && typeof fn.name === 'string') call.name = fn.name;
+        if (typeof fn.arguments === 'string') call.arguments += fn.arguments;
+      }
+    });
+  }
+
+  private flushCalls(): void {
+    if (this.callsFlushed) return;
+    this.callsFlushed = true;
+    const indexes = [...this.calls.keys()].sort((a, b) => a - b);
+    for (const index of indexes) {
+      const call = this.calls.get(index)!;
+      if (!call.id) call.id = `call_${index}`;
+      this.pending.push({ type: 'tool-call', call });
+    }
+  }
+
+  /** Tool calls not yet flushed, then usage (when sent), then the one finish part. */
+  private closing(): ModelPart[] {
+    this.flushCalls();
+    const parts: ModelPart[] = [];
+    if (this.usage) parts.push({ type: 'usage', usage: this.usage });
+    parts.push({ type: 'finish', reason: mapFinish(this.finishRaw, this.calls.size > 0) });
+    return parts;
+  }
+}
+
+/**
+ * OpenAI finish_reason to ours. `function_call` (legacy) is `tool_calls`; a missing reason is `stop`,
+ * or `tool_calls` when the step produced tool calls; unknown reasons are `stop`.
+ */
+function mapFinish(raw: string | null, hasCalls: boolean): ModelFinishReason {
+  switch (raw) {
+    case 'stop':
+    case 'length':
+    case 'tool_calls':
+    case 'content_filter':
+      return raw;
+    case 'function_call':
+      return 'tool_calls';
+    default:
+      return hasCalls ? 'tool_calls' : 'stop';
+  }
+}
+
+function toCount(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0;
+}
+
+/** The chat-completions request body for one step. */
+function buildRequest(input: ModelTurnInput): WireRequest {
+  const messages = input.messages.map(toWireMessage);
+  if (input.passages.length > 0) {
+    const firstSystem = messages.findIndex((m) => m.role === 'system');
+    messages.splice(firstSystem + 1, 0, { role: 'system', content: passagesPrompt(input.passages) });
+  }
+  const req: WireRequest = {
+    model: input.model,
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (input.tools.length > 0) req.tools = input.tools.map(toWireTool);
+  if (input.maxOutputTokens !== undefined) req.max_tokens = input.maxOutputTokens;
+  return req;
+}
+
+function toWireMessage(m: ModelMessage): WireMessage {
+  switch (m.role) {
+    case 'system':
+    case 'user':
+      return { role: m.role, content: m.content };
+    case 'assistant': {
+      if (!m.tool_calls || m.tool_calls.length === 0) return { role: 'assistant', content: m.content };
+      return {
+        role: 'assistant',
+        content: m.content.length > 0 ? m.content : null,
+        tool_calls: m.tool_calls.map((c) => ({
+          id: c.id,
+          type: 'function' as const,
+          function: { name: c.name, arguments: c.arguments },
+        })),
+      };
+    }
+    case 'tool':
+      return { role: 'tool', tool_call_id: m.tool_call_id, content: m.content };
+  }
+}
+
+function toWireTool(t: ModelToolSpec): NonNullable<WireRequest['tools']>[number] {
+  return { type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } };
+}
+
+/**
+ * The system message carrying the passages: instructions, then `[n] <title> — <heading>\n<text>` per
+ * passage (the ` — <heading>` part only when the heading is non-empty), numbered from 1 in input order.
+ */
+function passagesPrompt(passages: Passage[]): string {
+  const list = passages
+    .map((p, i) => `[${i + 1}] ${p.heading ? `${p.title} — ${p.heading}` : p.title}\n${p.text}`)
+    .join('\n\n');
+  return (
+    'Answer from the numbered passages below. Cite the passages you use by their number in square ' +
+    'brackets, e.g. [1]. If the passages do not contain the answer, say so.\n\n' +
+    list
+  );
+}
+
+/** Reads at most `limit` bytes of a body as UTF-8, then stops (destroying the rest). */
+async function readLimited(body: AsyncIterable<Uint8Array>, limit: number): Promise<string> {
+  const decoder = new TextDecoder('utf-8');
+  let text = '';
+  let bytes = 0;
+  for await (const chunk of body) {
+    const room = limit - bytes;
+    text += decoder.decode(chunk.byteLength > room ? chunk.subarray(0, room) : chunk, { stream: true });
+    bytes += chunk.byteLength;
+    if (bytes >= limit) break;
+  }
+  return text + decoder.decode();
+}
+
+/** `error.message` of an OpenAI-style error body, else `message`/`error` strings, else the raw text. */
+function extractErrorMessage(text: string): string {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object') {
+      const obj = parsed as { error?: unknown; message?: unknown };
+      if (typeof obj.error === 'string') return obj.error;
+      if (obj.error && typeof obj.error === 'object') {
+        const msg = (obj.error as { message?: unknown }).message;
+        if (typeof msg === 'string') return msg;
+      }
+      if (typeof obj.message === 'string') return obj.message;
+    }
+  } catch {
+    // not JSON: use the text itself
+  }
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Removes the API key (and any bearer token) from text that came from the upstream. */
+function redact(text: string, apiKey: string | undefined): string {
+  let out = apiKey ? text.split(apiKey).join('[redacted]') : text;
+  out = out.replace(/Bearer\s+\S+/gi, 'Bearer [redacted]');
+  return out;
+}
+
+/** A short, secret-free code for a transport failure (e.g. `ECONNREFUSED`, `UND_ERR_SOCKET`). */
+function errorCode(err: unknown): string {
+  if (err && typeof err === 'object') {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    const name = (err as { name?: unknown }).name;
+    if (typeof name === 'string') return name;
+  }
+  return 'unknown';
+}

@@ -1,0 +1,64 @@
+/**
+ * Token counting for usage accounting and budgets. Uses the `o200k_base` BPE (the encoding of the
+ * gpt-4o / o-series model family) through js-tiktoken's lite build, so only that one rank table is
+ * loaded. The encoder is built on first use (parsing the ranks takes several hundred milliseconds; see
+ * `warmTokenizer`) and reused.
+ */
+import { Tiktoken } from 'js-tiktoken/lite';
+import o200k_base from 'js-tiktoken/ranks/o200k_base';
+import type { ModelMessage } from './port.js';
+
+/**
+ * Per-message overhead in tokens for chat-formatted input. OpenAI's chat format wraps every message in
+ * role/separator tokens; "about 4 tokens per message" is the usual approximation from OpenAI's
+ * token-counting cookbook (How_to_count_tokens_with_tiktoken). It is an estimate, not an exact count.
+ */
+const PER_MESSAGE_OVERHEAD = 4;
+
+let encoder: Tiktoken | undefined;
+
+function getEncoder(): Tiktoken {
+  encoder ??= new Tiktoken(o200k_base);
+  return encoder;
+}
+
+/**
+ * Build the encoder now instead of on the first count. Parsing the o200k_base ranks takes several
+ * hundred milliseconds of CPU, so call this at boot to keep it off the first turn. Idempotent.
+ */
+export function warmTokenizer(): void {
+  getEncoder();
+}
+
+/**
+ * Number of o200k_base tokens in `text`. Special-token strings such as `<|endoftext|>` are counted as
+ * ordinary text (never rejected), so any user text can be counted.
+ *
+ * @param text any string; `''` gives 0.
+ * @returns token count (unit: tokens), an integer >= 0. Never throws.
+ */
+export function countTokens(text: string): number {
+  if (text.length === 0) return 0;
+  // allowedSpecial = [] and disallowedSpecial = [] : encode special-token look-alikes as plain text.
+  return getEncoder().encode(text, [], []).length;
+}
+
+/**
+ * Approximate input tokens of a chat-formatted message list: the sum of `countTokens(content)` over the
+ * messages plus 4 tokens of overhead per message (the usual chat-format approximation from OpenAI's
+ * token-counting cookbook). Tool-call arguments and names of assistant messages are counted too, as the
+ * provider receives them. Providers that report usage are authoritative; this is an estimate.
+ *
+ * @param messages the conversation handed to the model (any roles).
+ * @returns token count (unit: tokens), an integer >= 0. Never throws.
+ */
+export function countMessageTokens(messages: ModelMessage[]): number {
+  let total = 0;
+  for (const m of messages) {
+    total += PER_MESSAGE_OVERHEAD + countTokens(m.content);
+    if (m.role === 'assistant' && m.tool_calls !== undefined) {
+      for (const call of m.tool_calls) total += countTokens(call.name) + countTokens(call.arguments);
+    }
+  }
+  return total;
+}

@@ -1,0 +1,93 @@
+import type { Config } from './config/config.js';
+import { IngestionPool } from './knowledge/ingestion-pool.js';
+import { KnowledgeService } from './knowledge/knowledge-service.js';
+import { createLogger, type Logger } from './log/logger.js';
+import { Metrics } from './metrics/metrics.js';
+import { createModelRegistry } from './models/registry.js';
+import { warmTokenizer } from './models/tokenizer.js';
+import { ChatService } from './runtime/chat-service.js';
+import { EventBus } from './runtime/event-bus.js';
+import type { Store } from './store/ports.js';
+import { createSqliteStore } from './store/sqlite/sqlite-store.js';
+import { createDispatcher } from './transport/http/dispatch.js';
+import { Router } from './transport/http/router.js';
+import { agentRoutes } from './transport/http/routes/agents.js';
+import { chatRoutes } from './transport/http/routes/chat.js';
+import { knowledgeRoutes } from './transport/http/routes/knowledge.js';
+import { operationRoutes } from './transport/http/routes/operations.js';
+import type { Services } from './transport/http/services.js';
+import type { RouteDef } from './transport/http/types.js';
+import { SseHub } from './transport/sse/sse-writer.js';
+import { startUwsServer } from './transport/uws/server.js';
+
+/** A running Parley instance. */
+export interface Parley {
+  /** `http://127.0.0.1:<port>` (or the configured host). */
+  url: string;
+  port: number;
+  services: Services;
+  logger: Logger;
+  /**
+   * Graceful stop (SIGTERM): stop accepting connections, refuse new turns, let running turns finish
+   * up to `shutdownGraceMs`, then close streams, the worker pool and the store.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Composition root: config -> store -> runtime -> transport (DESIGN.md). Starts listening before it
+ * resolves. Throws when the port cannot be bound or uWebSockets.js has no native build.
+ */
+export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store } = {}): Promise<Parley> {
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  const store = opts.store ?? createSqliteStore(config.dataDir);
+  const metrics = new Metrics();
+  const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
+  const models = createModelRegistry({
+    openai: config.openai, modelTimeoutMs: config.modelTimeoutMs, builtinWordDelayMs: config.builtinWordDelayMs, logger,
+  });
+  warmTokenizer();
+  const pool = new IngestionPool({ threads: config.ingestWorkers, onError: (err) => logger.error({ err }, 'ingestion worker error') });
+  const knowledge = new KnowledgeService(store, pool, bus, logger);
+  const chat = new ChatService({
+    store, models, bus, logger,
+    maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
+    retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs,
+    onFirstToken: (session, ms) => metrics.firstToken.observe({ provider: session.agent.model.provider }, ms / 1000),
+  });
+  bus.subscribe((event) => {
+    if (event.type === 'message.created' && event.data.role === 'agent') metrics.turns.inc({ outcome: 'succeeded' });
+  });
+
+  const services: Services = { config, store, chat, knowledge, models, logger, metricsText: () => metrics.text() };
+  const routes: RouteDef[] = [];
+  routes.push(...operationRoutes(services, () => routes), ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services));
+  const sse = new SseHub(config.heartbeatMs);
+  const server = await startUwsServer({
+    host: config.host, port: config.port, router: new Router(routes), dispatch: createDispatcher(store.apiKeys),
+    sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes,
+  });
+  const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${shownHost}:${server.port}`,
+    port: server.port,
+    services,
+    logger,
+    close() {
+      closing ??= (async () => {
+        server.stopListening();
+        await chat.drain(config.shutdownGraceMs);
+        server.closeAll();
+        sse.close();
+        await knowledge.settled();
+        await pool.close();
+        await models.close();
+        await store.close();
+        logger.info('stopped');
+      })();
+      return closing;
+    },
+  };
+}

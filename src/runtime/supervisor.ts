@@ -1,0 +1,113 @@
+import { createActor, type Actor, type AnyActorLogic } from 'xstate';
+import type { conversationMachine } from '../../actors/conversation/conversation.machine.js';
+import type { ConversationStatus } from '../../actors/conversation/conversation.types.js';
+import type { Logger } from '../log/logger.js';
+
+/** XState's clock interface (setTimeout/clearTimeout), as `createActor` accepts it. */
+type Clock = NonNullable<Parameters<typeof createActor>[1]> extends { clock?: infer C } ? C : never;
+
+/** The provided conversation machine the supervisor runs. */
+export type ConversationLogic = typeof conversationMachine;
+export type ConversationActor = Actor<ConversationLogic>;
+
+/** What the supervisor needs to (re)create a conversation actor: its stored id and status. */
+export interface ConversationSeed {
+  id: string;
+  status: ConversationStatus;
+}
+
+export interface SupervisorOptions {
+  logic: ConversationLogic;
+  logger: Logger;
+  maxQueued: number;
+  idleMs: number;
+  maxSteps: number;
+  /** XState clock (tests pass a SimulatedClock). */
+  clock?: Clock;
+  /** Called after an actor crashed and was dropped, with its conversation id. */
+  onCrash?: (conversationId: string, err: unknown) => void;
+  /** First restart backoff after a crash, ms; doubles per consecutive crash up to `maxBackoffMs`. */
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+/**
+ * The registry of live conversation actors (DESIGN.md "Actors"): a plain Map, not XState children
+ * (spawning under one parent copies its children object each time: O(N) per spawn). An actor that
+ * reaches its final state (idle unload) is dropped and rehydrated from the store on the next event. An
+ * actor that crashes is logged and dropped; the next `acquire` recreates it from its last stored state
+ * after a capped exponential backoff. The event that crashed it is never replayed.
+ */
+export class Supervisor {
+  private readonly actors = new Map<string, ConversationActor>();
+  private readonly crashes = new Map<string, { count: number; retryAt: number }>();
+  private readonly opts: Required<Omit<SupervisorOptions, 'clock' | 'onCrash'>> & Pick<SupervisorOptions, 'clock' | 'onCrash'>;
+
+  constructor(opts: SupervisorOptions) {
+    this.opts = { baseBackoffMs: 100, maxBackoffMs: 5000, ...opts };
+  }
+
+  /** The live actor of a conversation, created (rehydrated from `seed`) when there is none. */
+  async acquire(seed: ConversationSeed): Promise<ConversationActor> {
+    const live = this.actors.get(seed.id);
+    if (live) return live;
+    const crash = this.crashes.get(seed.id);
+    if (crash) {
+      const wait = crash.retryAt - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const again = this.actors.get(seed.id);
+      if (again) return again;
+    }
+    return this.spawn(seed);
+  }
+
+  /** The live actor, if loaded. */
+  peek(conversationId: string): ConversationActor | undefined {
+    return this.actors.get(conversationId);
+  }
+
+  get size(): number {
+    return this.actors.size;
+  }
+
+  private spawn(seed: ConversationSeed): ConversationActor {
+    const actor = createActor(this.opts.logic as AnyActorLogic, {
+      input: {
+        conversationId: seed.id, status: seed.status, maxQueued: this.opts.maxQueued,
+        idleMs: this.opts.idleMs, maxSteps: this.opts.maxSteps,
+      },
+      ...(this.opts.clock ? { clock: this.opts.clock } : {}),
+    }) as unknown as ConversationActor;
+    actor.subscribe({
+      complete: () => {
+        if (this.actors.get(seed.id) === actor) this.actors.delete(seed.id);
+        this.opts.logger.debug({ conversation_id: seed.id }, 'conversation unloaded');
+      },
+      error: (err) => this.crashed(seed.id, actor, err),
+    });
+    this.actors.set(seed.id, actor);
+    actor.start();
+    return actor;
+  }
+
+  private crashed(id: string, actor: ConversationActor, err: unknown): void {
+    if (this.actors.get(id) === actor) this.actors.delete(id);
+    const prev = this.crashes.get(id);
+    const count = (prev?.count ?? 0) + 1;
+    const backoff = Math.min(this.opts.maxBackoffMs, this.opts.baseBackoffMs * 2 ** (count - 1));
+    this.crashes.set(id, { count, retryAt: Date.now() + backoff });
+    this.opts.logger.error({ err, conversation_id: id, crash_count: count, restart_in_ms: backoff }, 'conversation actor crashed');
+    this.opts.onCrash?.(id, err);
+  }
+
+  /** Forgets crash history of conversations that have been healthy (called on successful turns). */
+  healthy(conversationId: string): void {
+    this.crashes.delete(conversationId);
+  }
+
+  /** Stops every actor (shutdown). */
+  stopAll(): void {
+    for (const actor of this.actors.values()) actor.stop();
+    this.actors.clear();
+  }
+}

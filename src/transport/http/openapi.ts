@@ -1,0 +1,87 @@
+import { z, type ZodType } from 'zod';
+import { ERROR_CATALOGUE } from '../../errors/catalogue.js';
+import type { RouteDef } from './types.js';
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * Builds the OpenAPI 3.1 document of `routes` from the same zod schemas that validate requests
+ * (JSON Schema 2020-12 dialect, which OpenAPI 3.1 uses). Schemas with a `meta({id})` become shared
+ * components.
+ */
+export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
+  const components: Record<string, JsonSchema> = {};
+
+  const toSchema = (schema: ZodType, io: 'input' | 'output'): JsonSchema => {
+    const out = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    const { $schema: _drop, $defs, ...rest } = out as JsonSchema & { $defs?: Record<string, JsonSchema> };
+    for (const [name, def] of Object.entries($defs ?? {})) components[name] = def;
+    const text = JSON.stringify(rest).replaceAll('"#/$defs/', '"#/components/schemas/');
+    const resolved = JSON.parse(text) as JsonSchema;
+    const meta = schema.meta() as { id?: string } | undefined;
+    if (meta?.id) {
+      components[meta.id] = resolved;
+      return { $ref: `#/components/schemas/${meta.id}` };
+    }
+    return resolved;
+  };
+
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const op: Record<string, unknown> = {
+      summary: r.summary,
+      tags: [r.tag],
+      operationId: `${r.method.toLowerCase()}${r.path.replace(/[{}]/g, '').split(/[/-]/).map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('')}`,
+      security: r.auth === 'none' ? [] : [{ apiKey: [] }],
+    };
+    const params: unknown[] = [];
+    for (const m of r.path.matchAll(/\{(\w+)\}/g)) params.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
+    if (r.query) {
+      const qs = toSchema(r.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+      for (const [name, schema] of Object.entries(qs.properties ?? {})) {
+        params.push({ name, in: 'query', required: (qs.required ?? []).includes(name), schema });
+      }
+    }
+    if (params.length) op.parameters = params;
+    if (r.body && r.body !== 'raw') {
+      op.requestBody = { required: true, content: { 'application/json': { schema: toSchema(r.body, 'input') } } };
+    } else if (r.body === 'raw') {
+      op.requestBody = {
+        required: true,
+        content: {
+          'text/plain': { schema: { type: 'string' } },
+          'text/markdown': { schema: { type: 'string' } },
+          'application/json': { schema: { $ref: '#/components/schemas/DocumentCreate' } },
+        },
+      };
+    }
+    const responses: Record<string, unknown> = {};
+    for (const res of r.responses) {
+      const key = String(res.status);
+      const content = res.schema ? { [res.contentType ?? 'application/json']: { schema: toSchema(res.schema, 'output') } } : undefined;
+      const prev = responses[key] as { description: string; content?: Record<string, unknown> } | undefined;
+      if (prev) {
+        prev.description += `; ${res.description}`;
+        if (content) prev.content = { ...prev.content, ...content };
+      } else {
+        responses[key] = content ? { description: res.description, content } : { description: res.description };
+      }
+    }
+    if (r.auth !== 'none') responses['401'] ??= { description: 'Missing, malformed, unknown or revoked API key', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    op.responses = responses;
+    (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Parley API', version: '0.1.0',
+      description: `Conversational agent service. Error codes: ${Object.keys(ERROR_CATALOGUE).join(', ')}.`,
+    },
+    servers: [{ url: '/' }],
+    paths,
+    components: {
+      schemas: components,
+      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'API key: sk_ + 30 base62 + 6-char CRC32 checksum' } },
+    },
+  };
+}

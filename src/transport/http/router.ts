@@ -1,0 +1,47 @@
+import type { RouteDef } from './types.js';
+
+interface CompiledRoute {
+  route: RouteDef;
+  pattern: RegExp;
+  names: string[];
+}
+
+/** Result of matching a request: the route and its path params, or why nothing matched. */
+export type RouteMatch =
+  | { ok: true; route: RouteDef; params: Record<string, string> }
+  | { ok: false; reason: 'not_found' | 'method_not_allowed'; allow?: string[] };
+
+/**
+ * Matches method + path against route templates (`/v1/agents/{agent_id}`). Literal segments win over
+ * parameters because routes are tried in registration order, which lists literals first where they
+ * overlap. Path params are percent-decoded; a param never spans a `/`.
+ */
+export class Router {
+  private readonly routes: CompiledRoute[];
+
+  constructor(routes: RouteDef[]) {
+    this.routes = routes.map((route) => {
+      const names: string[] = [];
+      const source = route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{(\w+)\\?\}/g, (_m, name: string) => {
+        names.push(name);
+        return '([^/]+)';
+      });
+      return { route, pattern: new RegExp(`^${source}/?$`), names };
+    });
+  }
+
+  match(method: string, path: string): RouteMatch {
+    const allow: string[] = [];
+    for (const c of this.routes) {
+      const m = c.pattern.exec(path);
+      if (!m) continue;
+      if (c.route.method !== method) { allow.push(c.route.method); continue; }
+      const params: Record<string, string> = {};
+      for (let i = 0; i < c.names.length; i++) {
+        try { params[c.names[i]!] = decodeURIComponent(m[i + 1]!); } catch { return { ok: false, reason: 'not_found' }; }
+      }
+      return { ok: true, route: c.route, params };
+    }
+    return allow.length ? { ok: false, reason: 'method_not_allowed', allow } : { ok: false, reason: 'not_found' };
+  }
+}

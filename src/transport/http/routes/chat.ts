@@ -1,0 +1,86 @@
+import type { z } from 'zod';
+import { AppError } from '../../../errors/app-error.js';
+import {
+  ChatRequestSchema, ChatResponseSchema, ConversationListQuery, ConversationSchema, EmptyQuery, ErrorSchema, listOf,
+  MessageSchema, PageQuery, StreamEventSchema,
+} from '../schemas.js';
+import { collectReply } from '../one-shot.js';
+import type { Services } from '../services.js';
+import type { RouteDef } from '../types.js';
+import { conversationView, messageView, pageView } from '../views.js';
+
+/** `Last-Event-ID: <turn_id>:<seq>` -> seq, when it names this turn; else 0 (replay from the start). */
+function lastSeq(header: string | undefined, turnId: string): number {
+  if (!header) return 0;
+  const i = header.lastIndexOf(':');
+  if (i < 0 || header.slice(0, i) !== turnId) return 0;
+  const n = Number(header.slice(i + 1));
+  return Number.isInteger(n) && n >= 0 ? n : 0;
+}
+
+/** Chat and conversation routes (SPEC.md section 4, API.md "Chat" and "Conversations"). */
+export function chatRoutes(s: Services): RouteDef[] {
+  return [
+    {
+      method: 'POST', path: '/v1/agents/{agent_id}/chat', tag: 'Chat', auth: 'api_key', body: ChatRequestSchema, query: EmptyQuery,
+      summary: 'Send a message to an agent: one-shot JSON (stream=false) or Server-Sent Events (stream=true)',
+      responses: [
+        { status: 200, description: 'One-shot reply (stream=false)', schema: ChatResponseSchema },
+        { status: 200, description: 'Event stream (stream=true): `id: <turn_id>:<seq>` and `data: <StreamEvent>` per event', schema: StreamEventSchema, contentType: 'text/event-stream' },
+        { status: 404, description: 'Unknown agent or conversation', schema: ErrorSchema },
+        { status: 409, description: 'conversation_closed or turn_in_progress', schema: ErrorSchema },
+        { status: 502, description: 'model_unavailable (one-shot)', schema: ErrorSchema },
+        { status: 504, description: 'model_timeout (one-shot)', schema: ErrorSchema },
+      ],
+      async handle({ principal, params, body }: { principal: { orgId: string }; params: Record<string, string>; body: z.infer<typeof ChatRequestSchema> }) {
+        const agent = await s.store.agents.get(principal.orgId, params.agent_id!);
+        if (!agent) throw new AppError('not_found', 'No such agent.');
+        const channel = await s.chat.send(principal.orgId, agent, body);
+        if (body.stream) return { kind: 'sse', channel, afterSeq: 0 };
+        return { kind: 'json', status: 200, body: await collectReply(channel) };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/conversations', tag: 'Conversations', summary: 'List conversations', auth: 'api_key', query: ConversationListQuery,
+      responses: [{ status: 200, description: 'Conversations, newest first', schema: listOf(ConversationSchema, 'ConversationList') }],
+      async handle({ principal, query }: { principal: { orgId: string }; query: z.infer<typeof ConversationListQuery> }) {
+        const page = await s.store.conversations.list(principal.orgId, { agent_id: query.agent_id, status: query.status }, query);
+        return { kind: 'json', status: 200, body: pageView(page, conversationView) };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/conversations/{conversation_id}', tag: 'Conversations', summary: 'Get a conversation', auth: 'api_key', query: EmptyQuery,
+      responses: [{ status: 200, description: 'The conversation', schema: ConversationSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
+      async handle({ principal, params }) {
+        const c = await s.store.conversations.get(principal.orgId, params.conversation_id!);
+        if (!c) throw new AppError('not_found', 'No such conversation.');
+        return { kind: 'json', status: 200, body: conversationView(c) };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/conversations/{conversation_id}/messages', tag: 'Conversations', auth: 'api_key', query: PageQuery,
+      summary: "A conversation's messages in order (the way to recover after a dropped stream, SPEC.md 4 rule 5)",
+      responses: [{ status: 200, description: 'Messages, oldest first', schema: listOf(MessageSchema, 'MessageList') }, { status: 404, description: 'Not found', schema: ErrorSchema }],
+      async handle({ principal, params, query }) {
+        const c = await s.store.conversations.get(principal.orgId, params.conversation_id!);
+        if (!c) throw new AppError('not_found', 'No such conversation.');
+        return { kind: 'json', status: 200, body: pageView(await s.store.conversations.listMessages(principal.orgId, c.id, query), messageView) };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/conversations/{conversation_id}/turns/{turn_id}/events', tag: 'Chat', auth: 'api_key', query: EmptyQuery,
+      summary: 'Replay a turn\'s events after Last-Event-ID, then follow it live until it ends (kept PARLEY_TURN_REPLAY_MS after the end)',
+      responses: [
+        { status: 200, description: 'Event stream', schema: StreamEventSchema, contentType: 'text/event-stream' },
+        { status: 404, description: 'Unknown turn, or no longer kept (fetch the messages instead)', schema: ErrorSchema },
+      ],
+      async handle({ principal, params, req }) {
+        const channel = s.chat.sessions.channel(params.turn_id!);
+        if (!channel || channel.orgId !== principal.orgId || channel.conversationId !== params.conversation_id) {
+          throw new AppError('not_found', 'No such turn, or its events are no longer kept; fetch the conversation messages instead.');
+        }
+        return { kind: 'sse', channel, afterSeq: lastSeq(req.headers['last-event-id'], channel.turnId) };
+      },
+    },
+  ];
+}

@@ -1,0 +1,101 @@
+import type { z } from 'zod';
+import { AppError } from '../../../errors/app-error.js';
+import { newId } from '../../../ids/ids.js';
+import { DOCUMENT_CONTENT_TYPES, type DocumentContentType } from '../../../knowledge/types.js';
+import {
+  DocumentAcceptedSchema, DocumentJsonSchema, DocumentQuery, DocumentSchema, EmptyQuery, ErrorSchema,
+  KnowledgeBaseCreateSchema, KnowledgeBaseSchema, listOf, PageQuery, SearchQuery, SearchResultSchema,
+} from '../schemas.js';
+import type { Services } from '../services.js';
+import type { RouteDef } from '../types.js';
+import { parseJson, validate } from '../validate.js';
+import { documentView, knowledgeBaseView, pageView } from '../views.js';
+
+/** The media type of a Content-Type header value, lower-cased, without parameters. */
+function mediaType(header: string | undefined): string {
+  return (header ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** `/v1/knowledge-bases` routes (API.md "Knowledge bases"). */
+export function knowledgeRoutes(s: Services): RouteDef[] {
+  return [
+    {
+      method: 'POST', path: '/v1/knowledge-bases', tag: 'Knowledge bases', summary: 'Create a knowledge base', auth: 'api_key',
+      body: KnowledgeBaseCreateSchema, query: EmptyQuery,
+      responses: [{ status: 201, description: 'The knowledge base', schema: KnowledgeBaseSchema }],
+      async handle({ principal, body }: { principal: { orgId: string }; body: z.infer<typeof KnowledgeBaseCreateSchema> }) {
+        const kb = { id: newId('kb'), org_id: principal.orgId, name: body.name, created_at: new Date().toISOString() };
+        await s.store.knowledge.createBase(kb);
+        return { kind: 'json', status: 201, body: knowledgeBaseView(kb) };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/knowledge-bases', tag: 'Knowledge bases', summary: 'List knowledge bases', auth: 'api_key', query: PageQuery,
+      responses: [{ status: 200, description: 'Knowledge bases, newest first', schema: listOf(KnowledgeBaseSchema, 'KnowledgeBaseList') }],
+      async handle({ principal, query }) {
+        return { kind: 'json', status: 200, body: pageView(await s.store.knowledge.listBases(principal.orgId, query), knowledgeBaseView) };
+      },
+    },
+    {
+      method: 'POST', path: '/v1/knowledge-bases/{kb_id}/documents', tag: 'Knowledge bases', auth: 'api_key',
+      summary: 'Upload a document (raw text/plain or text/markdown body with ?title=, or JSON {title, content, content_type})',
+      body: 'raw', query: DocumentQuery,
+      responses: [
+        { status: 202, description: 'Accepted; ingestion runs in the background', schema: DocumentAcceptedSchema },
+        { status: 415, description: 'Unsupported content type', schema: ErrorSchema },
+      ],
+      async handle({ principal, params, req, query }: { principal: { orgId: string }; params: Record<string, string>; req: { headers: Record<string, string>; body: Buffer | null }; query: z.infer<typeof DocumentQuery> }) {
+        const kb = await s.knowledge.requireBase(principal.orgId, params.kb_id!);
+        const type = mediaType(req.headers['content-type']);
+        let upload;
+        if (type === 'application/json') {
+          if (req.body && req.body.length > s.config.bodyLimitBytes) throw new AppError('body_too_large', `JSON bodies are limited to ${s.config.bodyLimitBytes} bytes; upload large documents as raw text.`);
+          const body = validate(DocumentJsonSchema, parseJson(req.body), 'body');
+          upload = { title: body.title, contentType: body.content_type, content: body.content };
+        } else if ((DOCUMENT_CONTENT_TYPES as readonly string[]).includes(type)) {
+          if (!req.body || req.body.length === 0) throw new AppError('validation_failed', 'The document body is empty.', { errors: [{ path: 'body', message: 'empty document' }] });
+          if (!query.title) throw new AppError('validation_failed', 'Pass the document title as ?title=.', { errors: [{ path: 'title', message: 'required for raw uploads' }] });
+          upload = { title: query.title, contentType: type as DocumentContentType, content: new Uint8Array(req.body) };
+        } else {
+          throw new AppError('unsupported_content_type', `Content-Type must be one of ${[...DOCUMENT_CONTENT_TYPES, 'application/json'].join(', ')}.`);
+        }
+        const doc = await s.knowledge.upload(kb, upload);
+        return { kind: 'json', status: 202, body: { id: doc.id, status: 'processing' } };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/documents', tag: 'Knowledge bases', summary: 'List documents', auth: 'api_key', query: PageQuery,
+      responses: [{ status: 200, description: 'Documents, newest first', schema: listOf(DocumentSchema, 'DocumentList') }],
+      async handle({ principal, params, query }) {
+        const kb = await s.knowledge.requireBase(principal.orgId, params.kb_id!);
+        return { kind: 'json', status: 200, body: pageView(await s.store.knowledge.listDocuments(principal.orgId, kb.id, query), documentView) };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/documents/{doc_id}', tag: 'Knowledge bases', summary: 'Get a document and its ingestion status', auth: 'api_key', query: EmptyQuery,
+      responses: [{ status: 200, description: 'The document', schema: DocumentSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
+      async handle({ principal, params }) {
+        const doc = await s.store.knowledge.getDocument(principal.orgId, params.kb_id!, params.doc_id!);
+        if (!doc) throw new AppError('not_found', 'No such document.');
+        return { kind: 'json', status: 200, body: documentView(doc) };
+      },
+    },
+    {
+      method: 'DELETE', path: '/v1/knowledge-bases/{kb_id}/documents/{doc_id}', tag: 'Knowledge bases', summary: 'Delete a document and its chunks', auth: 'api_key', query: EmptyQuery,
+      responses: [{ status: 204, description: 'Deleted' }, { status: 404, description: 'Not found', schema: ErrorSchema }],
+      async handle({ principal, params }) {
+        if (!(await s.store.knowledge.deleteDocument(principal.orgId, params.kb_id!, params.doc_id!))) throw new AppError('not_found', 'No such document.');
+        return { kind: 'empty', status: 204 };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/search', tag: 'Knowledge bases', summary: 'Full-text search (bm25) over the ready documents', auth: 'api_key', query: SearchQuery,
+      responses: [{ status: 200, description: 'Passages, best first', schema: SearchResultSchema }],
+      async handle({ principal, params, query }: { principal: { orgId: string }; params: Record<string, string>; query: z.infer<typeof SearchQuery> }) {
+        const kb = await s.knowledge.requireBase(principal.orgId, params.kb_id!);
+        const passages = await s.store.knowledge.search(principal.orgId, [kb.id], query.q, query.k);
+        return { kind: 'json', status: 200, body: { data: passages } };
+      },
+    },
+  ];
+}

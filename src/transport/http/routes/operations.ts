@@ -1,0 +1,44 @@
+import type { Services } from '../services.js';
+import type { RouteDef } from '../types.js';
+import { buildOpenApi } from '../openapi.js';
+import { EmptyQuery } from '../schemas.js';
+
+/** Probes, metrics and the OpenAPI document (API.md "Operations"); no credential needed. */
+export function operationRoutes(s: Services, allRoutes: () => RouteDef[]): RouteDef[] {
+  let openapi: unknown;
+  return [
+    {
+      method: 'GET', path: '/healthz', tag: 'Operations', summary: 'Liveness: the process is up', auth: 'none', query: EmptyQuery,
+      responses: [{ status: 200, description: 'Up' }],
+      handle: () => ({ kind: 'json', status: 200, body: { status: 'ok' } }),
+    },
+    {
+      method: 'GET', path: '/readyz', tag: 'Operations', summary: 'Readiness: the store answers and the server is not draining', auth: 'none', query: EmptyQuery,
+      responses: [{ status: 200, description: 'Ready' }, { status: 503, description: 'Not ready' }],
+      async handle() {
+        if (s.chat.isDraining) return { kind: 'json', status: 503, body: { status: 'draining' } };
+        try {
+          await s.store.ping();
+        } catch {
+          return { kind: 'json', status: 503, body: { status: 'store_unreachable' } };
+        }
+        return { kind: 'json', status: 200, body: { status: 'ready', store: s.store.kind } };
+      },
+    },
+    {
+      method: 'GET', path: '/metrics', tag: 'Operations', summary: 'Prometheus metrics', auth: 'none', query: EmptyQuery,
+      responses: [{ status: 200, description: 'Prometheus text format', contentType: 'text/plain' }],
+      async handle() {
+        return { kind: 'text', status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await s.metricsText() };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/openapi.json', tag: 'Operations', summary: 'This API as OpenAPI 3.1, generated from the validating schemas', auth: 'none', query: EmptyQuery,
+      responses: [{ status: 200, description: 'OpenAPI document' }],
+      handle() {
+        openapi ??= buildOpenApi(allRoutes());
+        return { kind: 'json', status: 200, body: openapi };
+      },
+    },
+  ];
+}

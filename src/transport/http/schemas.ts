@@ -1,0 +1,155 @@
+/**
+ * The zod schemas of the public API: they validate requests and generate /v1/openapi.json, so the
+ * contract and the checks cannot drift (API.md "Operations"). Request objects are strict: unknown
+ * fields are refused (API.md "Conventions").
+ */
+import { z } from 'zod';
+
+const id = (prefix: string) => z.string().regex(new RegExp(`^${prefix}_[0-9A-Za-z]{1,64}$`), `must be a ${prefix}_ id`);
+const time = z.string().describe('RFC 3339 UTC time');
+
+export const ErrorSchema = z.object({
+  error: z.object({
+    type: z.string(), code: z.string(), message: z.string(), request_id: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  }),
+}).meta({ id: 'Error' });
+
+export const PageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  after: z.string().max(100).optional(),
+}).strict();
+
+export const listOf = <T extends z.ZodType>(item: T, name: string) =>
+  z.object({ data: z.array(item), has_more: z.boolean() }).meta({ id: name });
+
+export const ModelChoiceSchema = z.object({
+  provider: z.string().min(1).max(64),
+  name: z.string().min(1).max(200),
+}).strict();
+
+export const SafetySchema = z.object({
+  blocked_phrases: z.array(z.string().min(1).max(200)).max(200).default([]),
+  redact_pii: z.boolean().default(true),
+  blocked_message: z.string().min(1).max(2000).default("I'm sorry, I can't help with that."),
+}).strict();
+
+export const TOOL_NAMES = ['search_knowledge'] as const;
+
+const agentFields = {
+  name: z.string().trim().min(1).max(200),
+  description: z.string().max(2000),
+  instructions: z.string().max(20_000),
+  model: ModelChoiceSchema,
+  knowledge_base_ids: z.array(id('kb')).max(20),
+  tools: z.array(z.enum(TOOL_NAMES)).max(10),
+  safety: SafetySchema,
+};
+
+export const AgentCreateSchema = z.object({
+  name: agentFields.name,
+  description: agentFields.description.optional(),
+  instructions: agentFields.instructions.optional(),
+  model: agentFields.model.optional(),
+  knowledge_base_ids: agentFields.knowledge_base_ids.optional(),
+  tools: agentFields.tools.optional(),
+  safety: agentFields.safety.optional(),
+}).strict().meta({ id: 'AgentCreate' });
+
+export const AgentPatchSchema = AgentCreateSchema.partial().strict().meta({ id: 'AgentPatch' });
+
+export const AgentSchema = z.object({
+  id: z.string(), name: z.string(), description: z.string(), instructions: z.string(),
+  published: z.boolean(), public_key: z.string().nullable(), model: ModelChoiceSchema,
+  knowledge_base_ids: z.array(z.string()), tools: z.array(z.string()),
+  safety: z.object({ blocked_phrases: z.array(z.string()), redact_pii: z.boolean(), blocked_message: z.string() }),
+  created_at: time, updated_at: time,
+}).meta({ id: 'Agent' });
+
+export const KnowledgeBaseCreateSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict().meta({ id: 'KnowledgeBaseCreate' });
+export const KnowledgeBaseSchema = z.object({ id: z.string(), name: z.string(), created_at: time }).meta({ id: 'KnowledgeBase' });
+
+export const DocumentJsonSchema = z.object({
+  title: z.string().trim().min(1).max(300),
+  content: z.string().min(1),
+  content_type: z.enum(['text/plain', 'text/markdown']).default('text/markdown'),
+}).strict().meta({ id: 'DocumentCreate' });
+
+export const DocumentQuery = z.object({ title: z.string().trim().min(1).max(300).optional() }).strict();
+
+export const DocumentSchema = z.object({
+  id: z.string(), knowledge_base_id: z.string(), title: z.string(), content_type: z.string(),
+  status: z.enum(['processing', 'ready', 'failed']), error: z.string().nullable(), chunk_count: z.number().int(),
+  bytes: z.number().int(), created_at: time, updated_at: time,
+}).meta({ id: 'Document' });
+
+export const DocumentAcceptedSchema = z.object({ id: z.string(), status: z.literal('processing') }).meta({ id: 'DocumentAccepted' });
+
+export const SearchQuery = z.object({
+  q: z.string().trim().min(1).max(2000),
+  k: z.coerce.number().int().min(1).max(50).default(5),
+}).strict();
+
+export const CitationSchema = z.object({
+  document_id: z.string(), chunk_id: z.string(), title: z.string(), snippet: z.string(), score: z.number(),
+}).meta({ id: 'Citation' });
+
+export const SearchResultSchema = z.object({
+  data: z.array(z.object({ document_id: z.string(), chunk_id: z.string(), title: z.string(), heading: z.string(), text: z.string(), score: z.number() })),
+}).meta({ id: 'SearchResults' });
+
+export const UsageSchema = z.object({ input_tokens: z.number().int(), output_tokens: z.number().int(), total_tokens: z.number().int() }).meta({ id: 'Usage' });
+
+export const ToolRunSchema = z.object({
+  id: z.string(), name: z.string(), arguments: z.unknown(), output: z.unknown(), is_error: z.boolean(),
+}).meta({ id: 'ToolRun' });
+
+export const ChatRequestSchema = z.object({
+  message: z.string().min(1).max(32_000),
+  stream: z.boolean().default(false),
+  conversation_id: id('conv').optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+}).strict().meta({ id: 'ChatRequest' });
+
+export const FINISH_REASONS = ['stop', 'length', 'content_filter', 'handoff', 'cancelled'] as const;
+
+export const ChatResponseSchema = z.object({
+  conversation_id: z.string(), message_id: z.string(), content: z.string(), citations: z.array(CitationSchema),
+  tool_runs: z.array(ToolRunSchema), usage: UsageSchema, finish_reason: z.enum(FINISH_REASONS),
+}).meta({ id: 'ChatResponse' });
+
+const TurnErrorSchema = z.object({ type: z.string(), code: z.string(), message: z.string() });
+
+export const StreamEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('conversation'), conversation_id: z.string(), turn_id: z.string(), visitor_token: z.string().optional() }),
+  z.object({ type: z.literal('token'), delta: z.string() }),
+  z.object({ type: z.literal('tool_call'), tool_call: z.object({ id: z.string(), name: z.string(), arguments: z.unknown() }) }),
+  z.object({ type: z.literal('tool_result'), tool_result: z.object({ tool_call_id: z.string(), name: z.string(), output: z.unknown(), is_error: z.boolean() }) }),
+  z.object({ type: z.literal('citations'), citations: z.array(CitationSchema) }),
+  z.object({ type: z.literal('replace'), delta: z.string() }),
+  z.object({ type: z.literal('message'), message_id: z.string() }),
+  z.object({ type: z.literal('usage'), usage: UsageSchema }),
+  z.object({ type: z.literal('done'), finish_reason: z.enum(FINISH_REASONS) }),
+  z.object({ type: z.literal('error'), error: TurnErrorSchema }),
+]).meta({ id: 'StreamEvent', description: 'One SSE `data:` line; `id:` is `<turn_id>:<seq>`.' });
+
+export const ConversationStatusSchema = z.enum(['active', 'pending_handoff', 'handed_off', 'closed']);
+
+export const ConversationSchema = z.object({
+  id: z.string(), agent_id: z.string(), status: ConversationStatusSchema, metadata: z.record(z.string(), z.unknown()),
+  created_at: time, updated_at: time,
+}).meta({ id: 'Conversation' });
+
+export const ConversationListQuery = PageQuery.extend({
+  agent_id: z.string().max(100).optional(),
+  status: ConversationStatusSchema.optional(),
+}).strict();
+
+export const MessageSchema = z.object({
+  id: z.string(), conversation_id: z.string(), turn_id: z.string().nullable(),
+  role: z.enum(['visitor', 'agent', 'operator']), content: z.string(), citations: z.array(CitationSchema),
+  tool_runs: z.array(ToolRunSchema), usage: UsageSchema.nullable(), status: z.enum(['completed', 'failed']),
+  finish_reason: z.string().nullable(), error: TurnErrorSchema.nullable(), created_at: time,
+}).meta({ id: 'Message' });
+
+export const EmptyQuery = z.object({}).strict();

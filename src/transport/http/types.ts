@@ -1,0 +1,60 @@
+import type { ZodType } from 'zod';
+import type { Principal } from '../../auth/principal.js';
+import type { TurnChannel } from '../../runtime/turn-channel.js';
+
+/** An HTTP request as route handlers see it: no uWS types, everything copied out of the socket. */
+export interface HttpRequest {
+  method: string;
+  /** Path without the query string. */
+  path: string;
+  query: URLSearchParams;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  /** The whole body (read under the route's cap), or null when there was none. */
+  body: Buffer | null;
+  requestId: string;
+  remoteAddress: string;
+}
+
+/** What a handler returns; the transport writes it. */
+export type HttpResult =
+  | { kind: 'json'; status: number; body: unknown; headers?: Record<string, string> }
+  | { kind: 'empty'; status: number; headers?: Record<string, string> }
+  | { kind: 'text'; status: number; contentType: string; body: string }
+  /** An SSE stream of a turn's channel, replaying after `afterSeq`. */
+  | { kind: 'sse'; channel: TurnChannel; afterSeq: number };
+
+/** Context handed to a route handler: path params, validated body and query, the caller. */
+export interface RouteContext<B, Q> {
+  req: HttpRequest;
+  params: Record<string, string>;
+  body: B;
+  query: Q;
+  /** Present on authenticated routes. */
+  principal: Principal;
+}
+
+/** One documented response of a route (feeds OpenAPI). */
+export interface RouteResponse {
+  status: number;
+  description: string;
+  schema?: ZodType;
+  contentType?: string;
+}
+
+/**
+ * A route: method + path template (`/v1/agents/{agent_id}`), how it authenticates, how its body and
+ * query are validated, and the handler. The same definition feeds the router and OpenAPI.
+ */
+export interface RouteDef<B = any, Q = any> {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  path: string;
+  summary: string;
+  tag: string;
+  auth: 'api_key' | 'none';
+  /** JSON body schema, or `raw` for uploads handled by the route itself. */
+  body?: ZodType<B> | 'raw';
+  query?: ZodType<Q>;
+  responses: RouteResponse[];
+  handle(ctx: RouteContext<B, Q>): Promise<HttpResult> | HttpResult;
+}

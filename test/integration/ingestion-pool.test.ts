@@ -1,0 +1,151 @@
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DEFAULT_CHUNK_OPTIONS } from '../../src/knowledge/chunker.js';
+import { IngestionPool } from '../../src/knowledge/ingestion-pool.js';
+import type { IngestResult, IngestTask } from '../../src/knowledge/types.js';
+
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const workerFile = path.join(projectRoot, 'dist', 'src', 'knowledge', 'ingest.worker.js');
+const corpusDir = path.resolve(projectRoot, '../shared/corpus/nodejs-api');
+const docsDir = path.join(projectRoot, 'docs');
+const hasCorpus = existsSync(corpusDir);
+if (!hasCorpus) console.warn('skipped: ../shared/corpus/nodejs-api not found');
+
+function markdownFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => path.join(dir, name));
+}
+
+function expectGood(result: IngestResult, label: string): void {
+  if (!result.ok) throw new Error(`${label}: expected ok, got error ${result.error}`);
+  expect(result.chunks.length).toBeGreaterThan(0);
+  result.chunks.forEach((chunk, index) => {
+    expect(chunk.ord).toBe(index);
+    expect(chunk.text.trim().length).toBeGreaterThan(0);
+    expect(chunk.text.length).toBeLessThanOrEqual(DEFAULT_CHUNK_OPTIONS.maxChars);
+    expect(typeof chunk.heading).toBe('string');
+  });
+}
+
+const GOOD_DOC = '# Guide\n\n## Setup\n\nInstall the service and start it. It listens on port 8080 by default.\n';
+
+let pool: IngestionPool;
+
+beforeAll(() => {
+  if (!existsSync(workerFile)) {
+    throw new Error(`${workerFile} is missing: build first (npm run build, or npx tsc -p tsconfig.build.json)`);
+  }
+  pool = new IngestionPool({ threads: 2 });
+});
+
+afterAll(async () => {
+  await pool?.close();
+});
+
+describe('IngestionPool', () => {
+  it('rejects a bad thread count', () => {
+    expect(() => new IngestionPool({ threads: 0 })).toThrow(RangeError);
+  });
+
+  it('ingests the project docs, if any', async () => {
+    const files = markdownFiles(docsDir);
+    const results = await Promise.all(
+      files.map((file) => pool.run({ title: path.basename(file), contentType: 'text/markdown', content: readFileSync(file) })),
+    );
+    results.forEach((result, i) => expectGood(result, files[i] ?? ''));
+  });
+
+  it('fails corrupt and empty documents with a reason while a concurrent good one succeeds', async () => {
+    const tasks: IngestTask[] = [
+      { title: 'corrupt', contentType: 'text/plain', content: new Uint8Array([0xff, 0xfe, 0x00, 0x41]) },
+      { title: 'empty', contentType: 'text/markdown', content: new Uint8Array(0) },
+      { title: 'blank', contentType: 'text/plain', content: ' \n\t\n ' },
+      { title: 'nul', contentType: 'text/plain', content: new TextEncoder().encode('abc\u0000def') },
+      { title: 'good', contentType: 'text/markdown', content: new TextEncoder().encode(GOOD_DOC) },
+      { title: 'comments only', contentType: 'text/markdown', content: '<!-- YAML\nadded: v1.0.0\n-->\n' },
+    ];
+    const [corrupt, empty, blank, nul, good, commentsOnly] = await Promise.all(tasks.map((task) => pool.run(task)));
+    expect(corrupt).toEqual({ ok: false, error: 'document is not valid UTF-8 text' });
+    expect(empty).toEqual({ ok: false, error: 'document is empty' });
+    expect(blank).toEqual({ ok: false, error: 'document is empty' });
+    expect(nul).toEqual({ ok: false, error: 'document contains NUL bytes (corrupt or binary file)' });
+    expect(commentsOnly).toEqual({ ok: false, error: 'document has no indexable text' });
+    expectGood(good as IngestResult, 'good');
+    if (good?.ok) {
+      expect(good.chunks).toEqual([
+        { ord: 0, heading: 'Guide > Setup', text: 'Install the service and start it. It listens on port 8080 by default.' },
+      ]);
+      expect(good.characters).toBe(GOOD_DOC.length);
+    }
+
+    const after = await pool.run({ title: 'after', contentType: 'text/plain', content: 'Still serving.' });
+    expect(after.ok).toBe(true);
+  });
+
+  it('reports an invalid task and a worker failure as ok:false, and keeps serving', async () => {
+    const invalid = await pool.run({ title: 'x', contentType: 'application/pdf', content: 'x' } as unknown as IngestTask);
+    expect(invalid.ok).toBe(false);
+    if (!invalid.ok) expect(invalid.error).toMatch(/^invalid ingestion task: contentType/);
+
+    // A function cannot be sent to a worker: the pool's run rejects, and IngestionPool turns it into a failure.
+    const broken = await pool.run({ title: 'x', contentType: 'text/plain', content: (() => 'x') as unknown as string });
+    expect(broken.ok).toBe(false);
+    if (!broken.ok) expect(broken.error).toMatch(/^ingestion worker failed: /);
+
+    const results = await Promise.all(
+      [1, 2, 3, 4].map((n) => pool.run({ title: `t${n}`, contentType: 'text/plain', content: `Document number ${n}.` })),
+    );
+    for (const result of results) expect(result.ok).toBe(true);
+  });
+
+  it('transfers whole-buffer content when asked, and copies pooled Buffer slices', async () => {
+    const owned = new TextEncoder().encode(GOOD_DOC);
+    const result = await pool.run({ title: 'moved', contentType: 'text/markdown', content: owned }, { transfer: true });
+    expect(result.ok).toBe(true);
+    expect(owned.byteLength).toBe(0); // detached: the memory moved to the worker
+
+    const pooled = Buffer.from('A small pooled buffer.');
+    const copied = await pool.run({ title: 'pooled', contentType: 'text/plain', content: pooled }, { transfer: true });
+    expect(copied.ok).toBe(true);
+    expect(pooled.toString()).toBe('A small pooled buffer.');
+  });
+});
+
+describe.skipIf(!hasCorpus)('IngestionPool over the Node.js API corpus', () => {
+  it('ingests every corpus file into clean chunks', async () => {
+    const files = markdownFiles(corpusDir);
+    expect(files.length).toBeGreaterThanOrEqual(22);
+    const started = performance.now();
+    const results = await Promise.all(
+      files.map((file) => pool.run({ title: path.basename(file), contentType: 'text/markdown', content: readFileSync(file) })),
+    );
+    const elapsedMs = performance.now() - started;
+    let chunkCount = 0;
+    let characters = 0;
+    results.forEach((result, i) => {
+      expectGood(result, files[i] ?? '');
+      if (result.ok) {
+        chunkCount += result.chunks.length;
+        characters += result.characters;
+        for (const chunk of result.chunks) {
+          expect(chunk.text).not.toContain('<!--');
+          expect(chunk.text).not.toMatch(/\]\(https?:/);
+        }
+      }
+    });
+    console.log(
+      `corpus ingestion: ${files.length} files, ${characters} characters, ${chunkCount} chunks in ${elapsedMs.toFixed(0)} ms (2 threads)`,
+    );
+
+    const crypto = results[files.findIndex((f) => f.endsWith('crypto.md'))];
+    expect(crypto?.ok).toBe(true);
+    if (crypto?.ok) {
+      expect(crypto.chunks.some((c) => c.heading === 'Crypto > Class: Hash > hash.update(data[, inputEncoding])')).toBe(true);
+    }
+  });
+});

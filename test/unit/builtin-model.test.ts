@@ -1,0 +1,203 @@
+import { describe, expect, it } from 'vitest';
+import {
+  createBuiltinModel,
+  GREETING_ANSWER,
+  MULTI_SENTENCE_LEAD,
+  NO_MATCH_ANSWER,
+} from '../../src/models/builtin/builtin-model.js';
+import type { ModelMessage, ModelPart, ModelTurnInput, Passage } from '../../src/models/port.js';
+import { countMessageTokens, countTokens } from '../../src/models/tokenizer.js';
+
+function passage(chunk_id: string, title: string, heading: string, text: string): Passage {
+  return { document_id: `doc-${chunk_id}`, chunk_id, title, heading, text, score: 1 };
+}
+
+const PASSAGES: Passage[] = [
+  passage(
+    'c-http',
+    'HTTP',
+    'HTTP > Class: http.Agent',
+    'An Agent is responsible for managing connection persistence and reuse for HTTP clients. ' +
+      'It maintains a queue of pending requests for a given host and port.',
+  ),
+  passage(
+    'c-streams',
+    'Stream',
+    'Stream > Readable streams',
+    '# Readable streams\n\nReadable streams are an abstraction for a source from which data is consumed.\n' +
+      'Examples include process.stdin and HTTP responses on the client.\n\n' +
+      '```js\nconst r = fs.createReadStream("file.txt");\n```\n\n' +
+      '- Use pipeline() to connect streams and forward errors.',
+  ),
+  passage(
+    'c-buffer',
+    'Buffer',
+    '',
+    'Buffer objects represent a fixed-length sequence of bytes. Many Node.js APIs support buffers.',
+  ),
+];
+
+function input(question: string, extra: Partial<ModelTurnInput> = {}): ModelTurnInput {
+  const messages: ModelMessage[] = [
+    { role: 'system', content: 'You are a helpful support agent.' },
+    { role: 'user', content: question },
+  ];
+  return { model: 'builtin', messages, passages: PASSAGES, tools: [], ...extra };
+}
+
+async function collect(
+  turn: ModelTurnInput,
+  signal: AbortSignal = new AbortController().signal,
+): Promise<{ parts: ModelPart[]; text: string; deltas: string[] }> {
+  const parts: ModelPart[] = [];
+  const deltas: string[] = [];
+  for await (const p of createBuiltinModel().stream(turn, signal)) {
+    parts.push(p);
+    if (p.type === 'text-delta') deltas.push(p.delta);
+  }
+  return { parts, text: deltas.join(''), deltas };
+}
+
+function markers(text: string): number[] {
+  return [...new Set([...text.matchAll(/\[(\d+)\]/g)].map((m) => Number(m[1])))];
+}
+
+function finish(parts: ModelPart[]): Extract<ModelPart, { type: 'finish' }> {
+  const f = parts.at(-1);
+  if (f?.type !== 'finish') throw new Error('last part is not finish');
+  return f;
+}
+
+describe('builtin model', () => {
+  it('is named builtin', () => {
+    expect(createBuiltinModel().name).toBe('builtin');
+  });
+
+  it('quotes the matching sentence and cites its passage with the right marker', async () => {
+    const { text, parts } = await collect(input('How do readable streams work?'));
+    expect(text).toBe('Readable streams are an abstraction for a source from which data is consumed [2].');
+    expect(finish(parts)).toEqual({ type: 'finish', reason: 'stop', passagesUsed: ['c-streams'] });
+  });
+
+  it('matches stemmed forms (streaming ~ streams, buffer ~ buffers)', async () => {
+    const { text } = await collect(input('What about streaming?'));
+    expect(text).toContain('[2]');
+    const b = await collect(input('buffer'));
+    expect(b.text).toContain('[3]');
+  });
+
+  it('combines sentences from several passages in passage order, with a lead', async () => {
+    const { text, parts } = await collect(input('How does the HTTP agent reuse connections, and what are readable streams?'));
+    expect(text.startsWith(`${MULTI_SENTENCE_LEAD} `)).toBe(true);
+    expect(text).toContain('An Agent is responsible for managing connection persistence and reuse for HTTP clients [1].');
+    expect(text).toContain('Readable streams are an abstraction for a source from which data is consumed [2].');
+    expect(text.indexOf('[1]')).toBeLessThan(text.indexOf('[2]'));
+    const used = finish(parts).passagesUsed ?? [];
+    expect(used).toEqual(markers(text).map((n) => PASSAGES[n - 1]?.chunk_id));
+    expect(used).toEqual(['c-http', 'c-streams']);
+  });
+
+  it('never quotes more than 3 sentences', async () => {
+    const many = Array.from({ length: 6 }, (_, i) =>
+      passage(`k${i}`, 'Keys', '', `Rotate key number ${i} weekly. Keys expire after ${i + 1} days.`),
+    );
+    const { text } = await collect(input('rotate keys expire weekly', { passages: many }));
+    expect(text.match(/\[\d+\]/g)?.length ?? 0).toBeLessThanOrEqual(3);
+  });
+
+  it('says it found nothing, exactly, and cites nothing', async () => {
+    const { text, parts } = await collect(input('What is the weather in Paris tomorrow?'));
+    expect(text).toBe('I could not find anything about that in the knowledge base.');
+    expect(text).toBe(NO_MATCH_ANSWER);
+    expect(finish(parts).passagesUsed).toEqual([]);
+    const none = await collect(input('readable streams', { passages: [] }));
+    expect(none.text).toBe(NO_MATCH_ANSWER);
+  });
+
+  it('answers a greeting without citing', async () => {
+    const { text, parts } = await collect(input('Hello!'));
+    expect(text).toBe(GREETING_ANSWER);
+    expect(finish(parts).passagesUsed).toEqual([]);
+  });
+
+  it('streams one delta per word, concatenating to the answer', async () => {
+    const { deltas, text } = await collect(input('How does the HTTP agent reuse connections for readable streams?'));
+    expect(deltas.length).toBe(text.split(/\s+/).filter(Boolean).length);
+    for (const d of deltas) expect(d).toMatch(/^\S+\s*$/);
+    expect(deltas.join('')).toBe(text);
+  });
+
+  it('yields text deltas, then usage, then finish; never tool calls', async () => {
+    const turn = input('How do readable streams work?', {
+      tools: [{ name: 'handoff', description: 'Hand off to a human', parameters: { type: 'object' } }],
+    });
+    const { parts, text } = await collect(turn);
+    const types = parts.map((p) => p.type);
+    expect(types.slice(-2)).toEqual(['usage', 'finish']);
+    expect(types.slice(0, -2).every((t) => t === 'text-delta')).toBe(true);
+    expect(types).not.toContain('tool-call');
+    const usage = parts.at(-2);
+    if (usage?.type !== 'usage') throw new Error('no usage');
+    expect(usage.usage.input_tokens).toBeGreaterThan(0);
+    expect(usage.usage.output_tokens).toBeGreaterThan(0);
+    expect(usage.usage.output_tokens).toBe(countTokens(text));
+    const passageTokens = PASSAGES.reduce((n, p) => n + countTokens(p.text), 0);
+    expect(usage.usage.input_tokens).toBe(countMessageTokens(turn.messages) + passageTokens);
+  });
+
+  it('is deterministic, also when history holds the same answer', async () => {
+    const first = await collect(input('How do readable streams work?'));
+    const again = await collect(input('How do readable streams work?'));
+    expect(again.parts).toEqual(first.parts);
+    const history: ModelMessage[] = [
+      { role: 'system', content: 'You are a helpful support agent.' },
+      { role: 'user', content: 'How do readable streams work?' },
+      { role: 'assistant', content: first.text },
+      { role: 'user', content: 'How do readable streams work?' },
+    ];
+    const repeated = await collect(input('', { messages: history }));
+    expect(repeated.text).toBe(first.text);
+    expect(finish(repeated.parts)).toEqual(finish(first.parts));
+  });
+
+  it('stops and throws when the signal aborts mid-stream', async () => {
+    const ac = new AbortController();
+    const model = createBuiltinModel({ wordDelayMs: 5 });
+    const seen: ModelPart[] = [];
+    const run = (async () => {
+      for await (const p of model.stream(input('How does the HTTP agent reuse connections?'), ac.signal)) {
+        seen.push(p);
+        if (seen.length === 2) ac.abort(new Error('client went away'));
+      }
+    })();
+    await expect(run).rejects.toThrow('client went away');
+    expect(seen.length).toBe(2);
+    expect(seen.some((p) => p.type === 'finish' || p.type === 'usage')).toBe(false);
+  });
+
+  it('throws an AbortError when the signal is already aborted', async () => {
+    const ac = new AbortController();
+    ac.abort();
+    await expect(collect(input('readable streams'), ac.signal)).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('cuts the answer to maxOutputTokens with finish reason length', async () => {
+    const { text, parts } = await collect(input('How do readable streams work?', { maxOutputTokens: 4 }));
+    expect(countTokens(text)).toBeLessThanOrEqual(4);
+    expect(text.length).toBeGreaterThan(0);
+    expect(finish(parts)).toEqual({ type: 'finish', reason: 'length', passagesUsed: [] });
+  });
+
+  it('lets other work interleave between words', async () => {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 0);
+    const model = createBuiltinModel({ wordDelayMs: 2 });
+    let words = 0;
+    for await (const p of model.stream(input('How does the HTTP agent reuse connections?'), new AbortController().signal)) {
+      if (p.type === 'text-delta') words++;
+    }
+    clearInterval(timer);
+    expect(words).toBeGreaterThan(5);
+    expect(ticks).toBeGreaterThan(0);
+  });
+});

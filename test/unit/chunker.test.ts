@@ -1,0 +1,245 @@
+import { describe, it, expect } from 'vitest';
+import { chunkSections, splitSentences, type ChunkOptions } from '../../src/knowledge/chunker.js';
+import { parseDocument, type Section } from '../../src/knowledge/parse-document.js';
+
+/** A run of distinct, numbered sentences (about 60 characters each). */
+function sentences(prefix: string, count: number): string {
+  return Array.from({ length: count }, (_, i) => `The ${prefix} sentence number ${i + 1} explains one more detail.`).join(' ');
+}
+
+const MARKDOWN = `# Crypto
+
+<!--introduced_in=v0.3.6-->
+
+> Stability: 2 - Stable
+
+<!-- source_link=lib/crypto.js -->
+
+The \`node:crypto\` module provides **cryptographic** functionality, see [the guide](https://example.com/guide "Guide")
+and [\`createHash()\`][] for _details_. It wraps OpenSSL &amp; friends.
+
+## Class: \`Hash\`
+
+<!-- YAML
+added: v0.1.92
+-->
+
+The \`Hash\` class is a utility for creating hash digests of data. It can be used in one of two ways:
+either as a stream that is both readable and writable, or through the update and digest methods.
+
+* \`data\` {string|Buffer} The data.
+* \`inputEncoding\` {string} The encoding.
+  * nested item with *emphasis*
+
+### \`hash.update(data[, inputEncoding])\`
+
+Updates the hash content with the given data. This can be called many times with new data as it is
+streamed.
+
+\`\`\`mjs
+const { createHash } = await import('node:crypto');
+const hash = createHash('sha256');
+\`\`\`
+
+| Algorithm | Output |
+| --------- | ------ |
+| \`sha256\` | 32 bytes |
+
+#### Deep heading
+
+Text in a fourth-level section that should keep the top-level heading and the two deepest ones.
+
+![diagram of the flow](https://example.com/img.png)
+
+[\`createHash()\`]: https://nodejs.org/api/crypto.html#cryptocreatehashalgorithm-options
+`;
+
+describe('parseDocument (markdown)', () => {
+  const sections = parseDocument(MARKDOWN, 'text/markdown');
+
+  it('builds heading paths of at most three levels without markup', () => {
+    expect(sections.map((s) => s.heading)).toEqual([
+      'Crypto',
+      'Crypto > Class: Hash',
+      'Crypto > Class: Hash > hash.update(data[, inputEncoding])',
+      'Crypto > hash.update(data[, inputEncoding]) > Deep heading',
+    ]);
+  });
+
+  it('strips markdown syntax, link targets and HTML comments, keeps code-span text', () => {
+    const all = sections.flatMap((s) => s.paragraphs).join('\n\n');
+    expect(all).not.toContain('#');
+    expect(all).not.toContain('](');
+    expect(all).not.toContain('<!--');
+    expect(all).not.toContain('YAML');
+    expect(all).not.toContain('*');
+    expect(all).not.toContain('`');
+    expect(all).not.toContain('https://');
+    expect(all).toContain(
+      'The node:crypto module provides cryptographic functionality, see the guide and createHash() for details. It wraps OpenSSL & friends.',
+    );
+    expect(all).toContain('Stability: 2 - Stable');
+    expect(all).toContain('diagram of the flow');
+  });
+
+  it('turns lists, code and tables into line-structured paragraphs', () => {
+    const hash = sections[1]?.paragraphs ?? [];
+    expect(hash).toContain('data {string|Buffer} The data.\ninputEncoding {string} The encoding.\nnested item with emphasis');
+    const update = sections[2]?.paragraphs ?? [];
+    expect(update).toContain("const { createHash } = await import('node:crypto');\nconst hash = createHash('sha256');");
+    expect(update).toContain('Algorithm | Output\nsha256 | 32 bytes');
+  });
+
+  it('keeps text before the first heading under the empty heading', () => {
+    const result = parseDocument('Intro paragraph.\n\n# Title\n\nBody text.', 'text/markdown');
+    expect(result).toEqual([
+      { heading: '', paragraphs: ['Intro paragraph.'] },
+      { heading: 'Title', paragraphs: ['Body text.'] },
+    ]);
+  });
+
+  it('keeps the text of HTML tables, one row per line', () => {
+    const html = '# T\n\n<table>\n  <tr><th>Constant</th><th>Description</th></tr>\n  <tr>\n    <td><code>SIGINT</code></td>\n    <td>Interrupt\n    (<kbd>Ctrl</kbd>+<kbd>C</kbd>).</td>\n  </tr>\n</table>\n';
+    expect(parseDocument(html, 'text/markdown')).toEqual([
+      { heading: 'T', paragraphs: ['Constant | Description\nSIGINT | Interrupt (Ctrl+C).'] },
+    ]);
+  });
+});
+
+describe('parseDocument (plain text)', () => {
+  it('splits paragraphs on blank lines into one section with heading ""', () => {
+    const text = 'First paragraph\nwrapped over lines.\r\n\r\n  \nSecond # paragraph.\n\n\n';
+    expect(parseDocument(text, 'text/plain')).toEqual([
+      { heading: '', paragraphs: ['First paragraph wrapped over lines.', 'Second # paragraph.'] },
+    ]);
+  });
+
+  it('returns no sections for whitespace', () => {
+    expect(parseDocument(' \n\n\t', 'text/plain')).toEqual([]);
+  });
+});
+
+describe('splitSentences', () => {
+  it('splits on sentence ends and line breaks, not inside identifiers or abbreviations', () => {
+    expect(splitSentences('Use fs.readFile() here, e.g. when reading. Then 3.5 MB! Done?\nNext line').map((s) => s.text)).toEqual([
+      'Use fs.readFile() here, e.g. when reading.',
+      'Then 3.5 MB!',
+      'Done?',
+      'Next line',
+    ]);
+  });
+});
+
+describe('chunkSections', () => {
+  const opts: ChunkOptions = { targetChars: 400, maxChars: 600, overlapChars: 150 };
+
+  it('numbers chunks in order and carries the heading path', () => {
+    const chunks = chunkSections(parseDocument(MARKDOWN, 'text/markdown'));
+    expect(chunks.map((c) => c.ord)).toEqual(chunks.map((_, i) => i));
+    expect(chunks.some((c) => c.heading === 'Crypto > Class: Hash > hash.update(data[, inputEncoding])')).toBe(true);
+    for (const chunk of chunks) {
+      expect(chunk.text).not.toContain('#');
+      expect(chunk.text).not.toContain('](');
+      expect(chunk.text).not.toContain('<!--');
+      expect(chunk.text.trim()).toBe(chunk.text);
+    }
+  });
+
+  it('never lets a chunk cross a section boundary', () => {
+    const sections: Section[] = [
+      { heading: 'A', paragraphs: [sentences('alpha', 6), sentences('beta', 6)] },
+      { heading: 'B', paragraphs: [sentences('gamma', 6)] },
+      { heading: 'C', paragraphs: [sentences('delta', 3)] },
+    ];
+    const chunks = chunkSections(sections, opts);
+    for (const chunk of chunks) {
+      const owner = sections.find((s) => s.heading === chunk.heading);
+      expect(owner).toBeDefined();
+      for (const word of ['alpha', 'beta', 'gamma', 'delta']) {
+        if (chunk.text.includes(word)) expect(owner?.paragraphs.join(' ')).toContain(word);
+      }
+    }
+    expect(new Set(chunks.map((c) => c.heading))).toEqual(new Set(['A', 'B', 'C']));
+  });
+
+  it('overlaps consecutive chunks of one long section with whole sentences, not across sections', () => {
+    const sections: Section[] = [
+      { heading: 'Long', paragraphs: [sentences('first', 5), sentences('second', 5), sentences('third', 5), sentences('fourth', 5)] },
+      { heading: 'Next', paragraphs: [sentences('other', 5)] },
+    ];
+    const chunks = chunkSections(sections, opts);
+    const long = chunks.filter((c) => c.heading === 'Long');
+    expect(long.length).toBeGreaterThan(1);
+    for (let i = 1; i < long.length; i++) {
+      const previous = long[i - 1]?.text ?? '';
+      const current = long[i]?.text ?? '';
+      const lastSentence = splitSentences(previous).at(-1)?.text ?? '<none>';
+      expect(current.indexOf(lastSentence)).toBeGreaterThanOrEqual(0);
+      expect(current.indexOf(lastSentence)).toBeLessThan(150);
+      // The overlap is a suffix of the previous chunk made of whole sentences, within overlapChars.
+      const overlapEnd = current.indexOf(lastSentence) + lastSentence.length;
+      const overlap = current.slice(0, overlapEnd);
+      expect(previous.endsWith(overlap)).toBe(true);
+      expect(overlap.length).toBeLessThanOrEqual(150);
+      expect(overlap).toMatch(/^The \w+ sentence number \d+ /);
+      expect(previous.length).toBeGreaterThan(overlap.length);
+    }
+    const lastLong = long.at(-1)?.text ?? '';
+    const firstNext = chunks.find((c) => c.heading === 'Next')?.text ?? '';
+    expect(firstNext.startsWith('The other sentence number 1')).toBe(true);
+    expect(firstNext).not.toContain(splitSentences(lastLong).at(-1)?.text ?? '<none>');
+  });
+
+  it('splits a paragraph longer than maxChars under maxChars, on sentence boundaries', () => {
+    const paragraph = sentences('huge', 40); // ~2,400 characters
+    const chunks = chunkSections([{ heading: 'H', paragraphs: [paragraph] }], opts);
+    expect(chunks.length).toBeGreaterThan(3);
+    for (const chunk of chunks) {
+      expect(chunk.text.length).toBeLessThanOrEqual(600);
+      expect(chunk.text).toMatch(/^The huge sentence number \d+ explains one more detail\./);
+      expect(chunk.text).toMatch(/explains one more detail\.$/);
+    }
+    const covered = new Set(chunks.flatMap((c) => [...c.text.matchAll(/number (\d+)/g)].map((m) => m[1])));
+    expect(covered.size).toBe(40);
+  });
+
+  it('falls back to whitespace and hard cuts for text without sentence ends', () => {
+    const words = Array.from({ length: 300 }, (_, i) => `word${i}`).join(' ');
+    const blob = 'x'.repeat(1500);
+    const chunks = chunkSections([{ heading: '', paragraphs: [words, blob] }], opts);
+    for (const chunk of chunks) expect(chunk.text.length).toBeLessThanOrEqual(600);
+    expect(chunks.map((c) => c.text).join(' ')).toContain('word299');
+    expect(chunks.map((c) => c.text).join('').replace(/[^x]/g, '').length).toBeGreaterThanOrEqual(1500);
+  });
+
+  it('merges a tiny section into a following child section only', () => {
+    const sections: Section[] = [
+      { heading: 'Class: Hash', paragraphs: ['Short intro of the class.'] },
+      { heading: 'Class: Hash > hash.digest()', paragraphs: ['Calculates the digest of all of the data.'] },
+      { heading: 'Sibling', paragraphs: ['Tiny sibling text.'] },
+      { heading: 'Other', paragraphs: ['Unrelated text.'] },
+    ];
+    const chunks = chunkSections(sections);
+    expect(chunks).toEqual([
+      { ord: 0, heading: 'Class: Hash > hash.digest()', text: 'Short intro of the class.\n\nCalculates the digest of all of the data.' },
+      { ord: 1, heading: 'Sibling', text: 'Tiny sibling text.' },
+      { ord: 2, heading: 'Other', text: 'Unrelated text.' },
+    ]);
+  });
+
+  it('chunks plain text into a single-heading stream', () => {
+    const text = [sentences('plain', 8), sentences('text', 8), sentences('more', 8)].join('\n\n');
+    const chunks = chunkSections(parseDocument(text, 'text/plain'), opts);
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const chunk of chunks) {
+      expect(chunk.heading).toBe('');
+      expect(chunk.text.length).toBeLessThanOrEqual(600);
+      expect(chunk.text.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('rejects invalid options', () => {
+    expect(() => chunkSections([], { targetChars: 0 })).toThrow(RangeError);
+    expect(() => chunkSections([], { targetChars: 3000, maxChars: 2000 })).toThrow(RangeError);
+  });
+});

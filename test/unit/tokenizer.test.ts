@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { countMessageTokens, countTokens } from '../../src/models/tokenizer.js';
+import type { ModelMessage } from '../../src/models/port.js';
+
+describe('countTokens (o200k_base)', () => {
+  it('matches known o200k_base counts', () => {
+    // Values computed once with js-tiktoken's o200k_base ranks.
+    expect(countTokens('hello world')).toBe(2);
+    expect(countTokens('Hello, world!')).toBe(4);
+    expect(countTokens('The quick brown fox jumps over the lazy dog.')).toBe(10);
+  });
+
+  it('counts the empty string as 0', () => {
+    expect(countTokens('')).toBe(0);
+  });
+
+  it('counts special-token look-alikes as plain text instead of throwing', () => {
+    expect(countTokens('<|endoftext|>')).toBe(7);
+  });
+
+  it('never decreases when text is appended', () => {
+    const pieces = ['Streams ', 'are ', 'an abstraction ', 'for data; ', 'émoji 🚀 ', '数据流', '\n\n'];
+    let text = '';
+    let prev = 0;
+    for (const p of pieces) {
+      text += p;
+      const n = countTokens(text);
+      expect(n).toBeGreaterThanOrEqual(prev);
+      expect(n).toBeLessThanOrEqual(prev + countTokens(p) + 1);
+      prev = n;
+    }
+  });
+
+  it('reuses the encoder (repeat calls are fast and stable)', () => {
+    const first = countTokens('repeatable input');
+    const t0 = performance.now();
+    for (let i = 0; i < 200; i++) expect(countTokens('repeatable input')).toBe(first);
+    expect(performance.now() - t0).toBeLessThan(500);
+  });
+});
+
+describe('countMessageTokens', () => {
+  it('is 0 for no messages', () => {
+    expect(countMessageTokens([])).toBe(0);
+  });
+
+  it('sums contents plus 4 tokens per message', () => {
+    const messages: ModelMessage[] = [
+      { role: 'system', content: 'You are helpful.' },
+      { role: 'user', content: 'hello world' },
+      { role: 'assistant', content: '' },
+      { role: 'tool', tool_call_id: 't1', name: 'x', content: '{"ok":true}' },
+    ];
+    const expected =
+      countTokens('You are helpful.') + countTokens('hello world') + countTokens('{"ok":true}') + 4 * messages.length;
+    expect(countMessageTokens(messages)).toBe(expected);
+  });
+});
