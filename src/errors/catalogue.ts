@@ -22,7 +22,6 @@ export const ERROR_CATALOGUE = {
   turn_in_progress: { type: 'conflict_error', status: 409 },
   body_too_large: { type: 'payload_too_large_error', status: 413 },
   unsupported_content_type: { type: 'unsupported_media_type_error', status: 415 },
-  document_unprocessable: { type: 'invalid_request_error', status: 422 },
   rate_limited: { type: 'rate_limit_error', status: 429 },
   model_unavailable: { type: 'upstream_error', status: 502 },
   model_timeout: { type: 'upstream_error', status: 504 },

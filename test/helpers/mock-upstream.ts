@@ -103,6 +103,8 @@ interface PacedStream {
   /** False until the first delta was sent (that one comes from the TTFT timer). */
   ticking: boolean;
   ttftTimer: NodeJS.Timeout | undefined;
+  /** The SSE line of every delta after the first, built once per stream. */
+  line: string | undefined;
 }
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -143,7 +145,8 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
 
   const writePacedDelta = (s: PacedStream): void => {
     s.sent += 1;
-    s.res.write(chunkLine(s.id, s.model, s.sent === 1 ? { role: 'assistant', content: 'tok ' } : { content: 'tok ' }, null));
+    if (s.sent === 1) s.res.write(chunkLine(s.id, s.model, { role: 'assistant', content: 'tok ' }, null));
+    else s.res.write((s.line ??= chunkLine(s.id, s.model, { content: 'tok ' }, null)));
     if (s.sent >= s.total) {
       paced.delete(s);
       endStream(s.res, s.id, s.model, 'stop', s.usage ? { prompt: s.promptTokens, completion: s.sent } : undefined);
@@ -161,6 +164,7 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
       promptTokens: promptTokens(body),
       ticking: false,
       ttftTimer: undefined,
+      line: undefined,
     };
     res.writeHead(200, SSE_HEADERS);
     if (ttftMs > 0) res.flushHeaders();

@@ -234,23 +234,30 @@ async function* streamStep(ctx: StreamContext, input: ModelTurnInput, signal: Ab
       for await (const chunk of body as AsyncIterable<Uint8Array>) {
         if (acc.done) continue; // after [DONE]: drain the rest so the keep-alive socket returns to the pool
         parser.feed(decoder.decode(chunk, { stream: true }));
-        if (acc.failure) throw acc.failure;
-        if (acc.pending.length === 0) continue;
-        const batch = acc.pending.splice(0);
-        for (const part of batch) {
-          consumerHolds = true;
-          yield part;
-          consumerHolds = false;
-          lastActivity = performance.now();
-          if (part.type === 'finish') finishYielded = true;
-          if (signal.aborted) throw abortReason(signal);
+        if (acc.pending.length > 0) {
+          // Parts that arrived before a protocol failure are still delivered, then the failure is thrown.
+          const batch = acc.pending.splice(0);
+          for (const part of batch) {
+            consumerHolds = true;
+            yield part;
+            consumerHolds = false;
+            lastActivity = performance.now();
+            if (part.type === 'finish') finishYielded = true;
+            if (signal.aborted) throw abortReason(signal);
+          }
         }
+        if (acc.failure) throw acc.failure;
       }
     } catch (err) {
       if (finishYielded) return; // the answer is complete; a failure while draining does not matter
       throw toFailure(err);
     }
-    if (finishYielded) return;
+    if (finishYielded) {
+      // undici hands the socket back to the pool one tick after the body ends; waiting for it lets a
+      // next step started right away (the tool loop) reuse this keep-alive connection.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      return;
+    }
     // Body ended without [DONE]: complete only if the choice had finished.
     const tail = acc.endOfBody();
     if (tail === undefined) {

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { API_KEY_LENGTH, digestsEqual, generateApiKey, hashApiKey, isWellFormedApiKey } from '../../src/auth/api-keys.js';
+
+describe('API keys', () => {
+  it('have the API.md shape: sk_ + 30 base62 + 6-char checksum', () => {
+    const key = generateApiKey();
+    expect(key).toMatch(/^sk_[0-9A-Za-z]{36}$/);
+    expect(key.length).toBe(API_KEY_LENGTH);
+    expect(isWellFormedApiKey(key)).toBe(true);
+  });
+
+  it('a changed character anywhere fails the checksum before any lookup', () => {
+    const key = generateApiKey();
+    for (const i of [3, 10, 32, 38]) {
+      const c = key[i] === 'a' ? 'b' : 'a';
+      expect(isWellFormedApiKey(key.slice(0, i) + c + key.slice(i + 1))).toBe(false);
+    }
+    expect(isWellFormedApiKey(key.slice(0, -1))).toBe(false);
+    expect(isWellFormedApiKey(`pk_${key.slice(3)}`)).toBe(false);
+  });
+
+  it('are random and stored as a SHA-256 hex digest', () => {
+    const keys = new Set(Array.from({ length: 200 }, generateApiKey));
+    expect(keys.size).toBe(200);
+    const key = generateApiKey();
+    expect(hashApiKey(key)).toMatch(/^[0-9a-f]{64}$/);
+    expect(hashApiKey(key)).not.toContain(key.slice(3, 12));
+    expect(digestsEqual(hashApiKey(key), hashApiKey(key))).toBe(true);
+    expect(digestsEqual(hashApiKey(key), hashApiKey(generateApiKey()))).toBe(false);
+    expect(digestsEqual('ab', 'abc')).toBe(false);
+  });
+});
