@@ -20,6 +20,7 @@ const EnvSchema = z.object({
   PARLEY_DOCUMENT_LIMIT_BYTES: int(10 * 1024 * 1024, 1024),
   PARLEY_OPENAI_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   PARLEY_OPENAI_API_KEY: z.string().optional(),
+  PARLEY_OPENAI_CONNECTIONS: int(4096, 1, 100_000),
   PARLEY_MODEL_TIMEOUT_MS: int(60_000, 1),
   PARLEY_INGEST_WORKERS: int(1, 1, 64),
   PARLEY_IDLE_UNLOAD_MS: int(5 * 60_000, 1),
@@ -44,7 +45,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Cap on a raw document upload, bytes. */
   documentLimitBytes: number;
-  openai: { baseUrl: string; apiKey: string | undefined } | undefined;
+  /** Provider `openai`; `connections` caps concurrent upstream streams (one stream per keep-alive connection). */
+  openai: { baseUrl: string; apiKey: string | undefined; connections: number } | undefined;
   /** A model stream with no token for this long fails with model_timeout, ms. */
   modelTimeoutMs: number;
   ingestWorkers: number;
@@ -89,7 +91,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyLimitBytes: e.PARLEY_BODY_LIMIT_BYTES,
     documentLimitBytes: e.PARLEY_DOCUMENT_LIMIT_BYTES,
     openai: e.PARLEY_OPENAI_BASE_URL
-      ? { baseUrl: e.PARLEY_OPENAI_BASE_URL.replace(/\/+$/, ''), apiKey: e.PARLEY_OPENAI_API_KEY }
+      ? { baseUrl: e.PARLEY_OPENAI_BASE_URL.replace(/\/+$/, ''), apiKey: e.PARLEY_OPENAI_API_KEY, connections: e.PARLEY_OPENAI_CONNECTIONS }
       : undefined,
     modelTimeoutMs: e.PARLEY_MODEL_TIMEOUT_MS,
     ingestWorkers: e.PARLEY_INGEST_WORKERS,

@@ -18,7 +18,7 @@ export interface ModelRegistry {
  * (PARLEY_OPENAI_BASE_URL), calling any OpenAI-compatible endpoint.
  */
 export function createModelRegistry(opts: {
-  openai: { baseUrl: string; apiKey: string | undefined } | undefined;
+  openai: { baseUrl: string; apiKey: string | undefined; connections: number } | undefined;
   modelTimeoutMs: number;
   builtinWordDelayMs: number;
   logger: Logger;
@@ -30,6 +30,7 @@ export function createModelRegistry(opts: {
       baseUrl: opts.openai.baseUrl,
       ...(opts.openai.apiKey ? { apiKey: opts.openai.apiKey } : {}),
       timeoutMs: opts.modelTimeoutMs,
+      connections: opts.openai.connections,
       logger: opts.logger,
     }));
   }

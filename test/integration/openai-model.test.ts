@@ -293,6 +293,23 @@ describe('openai provider against a paced mock upstream', () => {
     }
   });
 
+  it('does not count time the consumer holds a part against the idle timeout', async () => {
+    const small = await startMockUpstream({ deltas: 3, intervalMs: 5 });
+    const p = createOpenAIProvider({ baseUrl: small.url, timeoutMs: 200 });
+    try {
+      const parts: ModelPart[] = [];
+      for await (const part of p.stream(turn('gpt-test', [{ role: 'user', content: 'hi' }]), new AbortController().signal)) {
+        parts.push(part);
+        if (parts.length === 1) await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      expect(textOf(parts)).toBe('tok tok tok ');
+      expect(parts.at(-1)).toEqual({ type: 'finish', reason: 'stop' });
+    } finally {
+      await p.close();
+      await small.close();
+    }
+  });
+
   it('stops mid-stream with the abort reason and closes the upstream stream', async () => {
     const ac = new AbortController();
     const reason = new Error('caller aborted');

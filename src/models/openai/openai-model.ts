@@ -178,7 +178,10 @@ async function* streamStep(ctx: StreamContext, input: ModelTurnInput, signal: Ab
   /** Any failure as what the caller must see: its own abort, our timeout, or model_unavailable. */
   const toFailure = (err: unknown): unknown => {
     if (signal.aborted) return abortReason(signal);
-    if (timedOut) return new AppError('model_timeout', `Model upstream sent nothing for ${ctx.timeoutMs} ms.`);
+    if (timedOut) {
+      ctx.logger?.warn({ model: input.model, timeoutMs: ctx.timeoutMs }, 'model upstream idle timeout');
+      return new AppError('model_timeout', `Model upstream sent nothing for ${ctx.timeoutMs} ms.`);
+    }
     if (err instanceof AppError) return err;
     const code = errorCode(err);
     ctx.logger?.warn({ model: input.model, code }, 'model upstream connection failed');
