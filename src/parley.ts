@@ -40,7 +40,7 @@ export interface Parley {
  */
 export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store } = {}): Promise<Parley> {
   const logger = opts.logger ?? createLogger(config.logLevel);
-  const store = opts.store ?? createSqliteStore(config.dataDir);
+  const store = opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous });
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
   const models = createModelRegistry({

@@ -15,6 +15,7 @@ const EnvSchema = z.object({
   PARLEY_HOST: z.string().default('0.0.0.0'),
   PARLEY_PORT: int(8080, 0, 65535),
   PARLEY_DATA_DIR: z.string().default('./data'),
+  PARLEY_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('full'),
   PARLEY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PARLEY_BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
   PARLEY_DOCUMENT_LIMIT_BYTES: int(10 * 1024 * 1024, 1024),
@@ -40,6 +41,11 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /**
+   * SQLite `synchronous` in WAL mode: `full` syncs every commit (a stored message survives power loss);
+   * `normal` survives process crashes only, and saves one fsync per group commit.
+   */
+  sqliteSynchronous: 'FULL' | 'NORMAL';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Cap on a JSON request body, bytes (413 body_too_large past it). */
   bodyLimitBytes: number;
@@ -87,6 +93,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.PARLEY_HOST,
     port: e.PARLEY_PORT,
     dataDir: resolve(e.PARLEY_DATA_DIR),
+    sqliteSynchronous: e.PARLEY_SQLITE_SYNCHRONOUS === 'full' ? 'FULL' : 'NORMAL',
     logLevel: e.PARLEY_LOG_LEVEL,
     bodyLimitBytes: e.PARLEY_BODY_LIMIT_BYTES,
     documentLimitBytes: e.PARLEY_DOCUMENT_LIMIT_BYTES,

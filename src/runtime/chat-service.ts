@@ -76,6 +76,7 @@ export class ChatService {
     this.opts.models.get(agent.model.provider);
     const { store } = this.opts;
     let conversation: ConversationRecord | undefined;
+    let created: Promise<void> | undefined;
     if (input.conversation_id !== undefined) {
       conversation = await store.conversations.get(orgId, input.conversation_id);
       if (!conversation || conversation.agent_id !== agent.id) throw new AppError('not_found', 'No such conversation.');
@@ -85,8 +86,9 @@ export class ChatService {
         id: newId('conv'), org_id: orgId, agent_id: agent.id, status: 'active',
         metadata: input.metadata ?? {}, created_at: now, updated_at: now,
       };
-      await store.conversations.create(conversation);
-      this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
+      // Not awaited here: it commits together with the visitor message below (one group commit).
+      created = store.conversations.create(conversation);
+      created.catch(() => {});
     }
     const actor = await this.supervisor.acquire(conversation);
 
@@ -103,16 +105,18 @@ export class ChatService {
     });
     actor.send({ type: 'turn.requested', turnId });
     try {
-      await store.conversations.appendMessage({
+      const appended = store.conversations.appendMessage({
         id: visitorMessageId, conversation_id: conversation.id, org_id: orgId, turn_id: turnId, role: 'visitor',
         content: input.message, citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null,
         error: null, created_at: new Date().toISOString(),
       });
+      await Promise.all([created, appended]);
     } catch (err) {
       actor.send({ type: 'turn.withdrawn', turnId });
       this.sessions.discard(turnId);
       throw err;
     }
+    if (created) this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
     session.channel.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
     this.opts.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: visitorMessageId, role: 'visitor' } });
     actor.send({ type: 'turn.accepted', turnId });

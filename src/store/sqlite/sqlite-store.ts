@@ -8,6 +8,7 @@ import type {
 } from '../ports.js';
 import type { ChunkDraft } from '../../knowledge/types.js';
 import { openDatabase, type SqliteSync } from './database.js';
+import { GroupCommit } from './group-commit.js';
 import { toPage } from './pagination.js';
 import { toFtsQuery } from './search-query.js';
 
@@ -66,7 +67,8 @@ function newestFirst(db: Database.Database, table: string, extraWhere: string, p
 
 /**
  * The embedded store: one SQLite file `<dataDir>/parley.db` (WAL). better-sqlite3 is synchronous, so
- * every method has completed its write (durable per `sync`) before its promise resolves.
+ * every method has completed its write (durable per `sync`) before its promise resolves; conversation
+ * and message writes are group-committed (one transaction per event-loop turn, see GroupCommit).
  */
 export function createSqliteStore(dataDir: string, opts: { sync?: SqliteSync } = {}): Store & { db: Database.Database } {
   const db = openDatabase(join(dataDir, 'parley.db'), opts.sync ?? 'FULL');
@@ -86,13 +88,10 @@ export function createSqliteStore(dataDir: string, opts: { sync?: SqliteSync } =
       'INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
   };
 
-  const appendMessage = db.transaction((rec: MessageRecord) => {
-    stmt.insertMessage.run({
-      ...rec, citations: json(rec.citations), tool_runs: json(rec.tool_runs),
-      usage: rec.usage === null ? null : json(rec.usage), error: rec.error === null ? null : json(rec.error),
-    });
-    stmt.touchConversation.run(rec.created_at, rec.conversation_id);
-  });
+  const commits = new GroupCommit(db);
+  const insertConversation = db.prepare(
+    'INSERT INTO conversations (id, org_id, agent_id, status, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const updateStatus = db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?');
 
   const completeDocument = db.transaction((id: string, chunks: ChunkDraft[], at: string): boolean => {
     const doc = db.prepare('SELECT * FROM documents WHERE id = ?').get(id) as Row | undefined;
@@ -220,9 +219,10 @@ export function createSqliteStore(dataDir: string, opts: { sync?: SqliteSync } =
       },
     },
     conversations: {
-      async create(c: ConversationRecord) {
-        db.prepare('INSERT INTO conversations (id, org_id, agent_id, status, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-          .run(c.id, c.org_id, c.agent_id, c.status, json(c.metadata), c.created_at, c.updated_at);
+      create(c: ConversationRecord) {
+        return commits.write(() => {
+          insertConversation.run(c.id, c.org_id, c.agent_id, c.status, json(c.metadata), c.created_at, c.updated_at);
+        });
       },
       async get(orgId, id) {
         const r = stmt.getConversation.get(orgId, id) as Row | undefined;
@@ -235,11 +235,17 @@ export function createSqliteStore(dataDir: string, opts: { sync?: SqliteSync } =
         if (filter.status !== undefined) { where += ' AND status = ?'; params.push(filter.status); }
         return toPage(newestFirst(db, 'conversations', where, params, page), page, conversationFromRow);
       },
-      async setStatus(id, status, at) {
-        db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?').run(status, at, id);
+      setStatus(id, status, at) {
+        return commits.write(() => { updateStatus.run(status, at, id); });
       },
-      async appendMessage(rec) {
-        appendMessage(rec);
+      appendMessage(rec) {
+        return commits.write(() => {
+          stmt.insertMessage.run({
+            ...rec, citations: json(rec.citations), tool_runs: json(rec.tool_runs),
+            usage: rec.usage === null ? null : json(rec.usage), error: rec.error === null ? null : json(rec.error),
+          });
+          stmt.touchConversation.run(rec.created_at, rec.conversation_id);
+        });
       },
       async listMessages(orgId, conversationId, page): Promise<Page<MessageRecord>> {
         const after = page.after === undefined ? '' : ' AND seq > coalesce((SELECT seq FROM messages WHERE id = ?), 0)';
@@ -258,6 +264,7 @@ export function createSqliteStore(dataDir: string, opts: { sync?: SqliteSync } =
       db.prepare('SELECT 1').get();
     },
     async close() {
+      commits.flush();
       if (db.open) db.close();
     },
   };
