@@ -14,6 +14,20 @@ async function main(): Promise<void> {
   const parley = await startParley(config);
   const { logger, services } = parley;
 
+  // Registered before the (possibly slow) first-run bootstrap, so a SIGTERM always drains.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'draining');
+    parley.close().then(() => process.exit(0), (err: unknown) => {
+      logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
   if (config.bootstrap) {
     const creds = await bootstrapIfEmpty({ store: services.store, knowledge: services.knowledge, logger, dataDir: config.dataDir, docsDir: config.docsDir });
     if (creds) {
@@ -37,18 +51,6 @@ async function main(): Promise<void> {
     }
   }
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'draining');
-    parley.close().then(() => process.exit(0), (err: unknown) => {
-      logger.error({ err }, 'shutdown failed');
-      process.exit(1);
-    });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 main().catch((err: unknown) => {

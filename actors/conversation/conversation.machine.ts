@@ -112,7 +112,8 @@ export const conversationMachine = setup({
         'turn.cancel': { actions: sendTo('turn', { type: 'cancel' }) },
       },
     },
-    closed: {},
+    // A closed conversation takes no turns; it still unloads when idle like any other.
+    closed: { after: { idleTimeout: 'unloaded' } },
     unloaded: { type: 'final' },
   },
 });

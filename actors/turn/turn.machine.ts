@@ -87,9 +87,11 @@ export const turnMachine = setup({
           {
             target: 'moderating',
             actions: assign({
-              // A model that still wants tools after the last allowed step ends the turn as `length`.
+              // A model that still wants tools after the last allowed step ends the turn as `length`;
+              // `tool_calls` with no calls at all is just the end of the answer.
               finishReason: ({ event }) =>
-                event.output.finishReason === 'tool_calls' ? 'length' : event.output.finishReason,
+                event.output.finishReason !== 'tool_calls' ? event.output.finishReason
+                  : event.output.toolCalls.length > 0 ? 'length' : 'stop',
             }),
           },
         ],

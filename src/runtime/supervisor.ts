@@ -22,7 +22,7 @@ export interface SupervisorOptions {
   maxQueued: number;
   idleMs: number;
   maxSteps: number;
-  /** XState clock (tests pass a SimulatedClock). */
+  /** XState clock for the actors' timers (tests pass a SimulatedClock); restart backoff uses real time. */
   clock?: Clock;
   /** Called after an actor crashed and was dropped, with its conversation id. */
   onCrash?: (conversationId: string, err: unknown) => void;
@@ -81,6 +81,8 @@ export class Supervisor {
     actor.subscribe({
       complete: () => {
         if (this.actors.get(seed.id) === actor) this.actors.delete(seed.id);
+        // It ran until idle: its crash history no longer says anything.
+        this.crashes.delete(seed.id);
         this.opts.logger.debug({ conversation_id: seed.id }, 'conversation unloaded');
       },
       error: (err) => this.crashed(seed.id, actor, err),
@@ -98,11 +100,6 @@ export class Supervisor {
     this.crashes.set(id, { count, retryAt: Date.now() + backoff });
     this.opts.logger.error({ err, conversation_id: id, crash_count: count, restart_in_ms: backoff }, 'conversation actor crashed');
     this.opts.onCrash?.(id, err);
-  }
-
-  /** Forgets crash history of conversations that have been healthy (called on successful turns). */
-  healthy(conversationId: string): void {
-    this.crashes.delete(conversationId);
   }
 
   /** Stops every actor (shutdown). */

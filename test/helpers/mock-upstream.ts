@@ -10,12 +10,15 @@
  *   last tool message>` once a tool message follows the last user message;
  * - `mock-error`: HTTP 500 with an OpenAI error body; `mock-cut`: two deltas then the socket is destroyed;
  * - `mock-hang`: 200 + SSE headers, then nothing; `mock-slow-<ms>`: default with the first delta after <ms> ms;
+ * - `mock-deltas-<n>`: paced `"tok "` deltas like the `deltas` option, but `n` of them (first after the
+ *   default TTFT, then one per shared tick), so one mock can serve streams of several lengths;
  * - `mock-secret`: a reply holding an e-mail address and a card number; `mock-length`: two deltas,
  *   finish `length`; `mock-history`: one delta with the JSON of the `{role, content}` it received.
  *
  * Runnable as a CLI once compiled:
- * `node dist/test/helpers/mock-upstream.js --port 0 --ttft-ms 0 --deltas 64 --interval-ms 20`
- * prints `{"url":"http://127.0.0.1:N/v1","port":N}` and serves until SIGTERM/SIGINT.
+ * `node dist/test/helpers/mock-upstream.js --port 0 --ttft-ms 0 --deltas 64 --interval-ms 20 [--no-record]`
+ * prints `{"url":"http://127.0.0.1:N/v1","port":N}` and serves until SIGTERM/SIGINT. `--no-record` keeps
+ * no request log (benchmarks send millions of requests; nobody reads the log of a separate process).
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -34,6 +37,8 @@ export interface MockUpstreamOptions {
   deltas?: number;
   /** Paced mode inter-token gap in ms (one shared timer for all streams); default 20. */
   intervalMs?: number;
+  /** Keep every request in `requests`; default true. False for long benchmark runs (memory stays flat). */
+  record?: boolean;
 }
 
 /** A message as the mock received it (raw JSON; fields as the client sent them). */
@@ -124,6 +129,7 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
   const defaultTtft = opts.ttftMs ?? 0;
   const pacedDeltas = opts.deltas;
   const intervalMs = opts.intervalMs ?? 20;
+  const record = opts.record ?? true;
   const requests: RecordedRequest[] = [];
   const active = new Set<http.ServerResponse>();
   const hanging = new Set<Socket>();
@@ -248,7 +254,7 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
       sendJson(res, 400, { error: { message: 'request body is not a JSON object', type: 'invalid_request_error' } });
       return;
     }
-    requests.push({ body, headers: req.headers, remotePort: req.socket.remotePort });
+    if (record) requests.push({ body, headers: req.headers, remotePort: req.socket.remotePort });
     const plan = planFor(body, { pacedDeltas, defaultTtft });
     switch (plan.kind) {
       case 'error':
@@ -399,6 +405,8 @@ function planFor(body: RecordedChatBody, cfg: { pacedDeltas: number | undefined;
       return { kind: 'fixed', deltas, finish: 'tool_calls', ttftMs: 0 };
     }
   }
+  const sized = /^mock-deltas-(\d+)$/.exec(model);
+  if (sized) return { kind: 'paced', total: Number(sized[1]), ttftMs: cfg.defaultTtft };
   const slow = /^mock-slow-(\d+)$/.exec(model);
   const ttftMs = slow ? Number(slow[1]) : cfg.defaultTtft;
   if (cfg.pacedDeltas !== undefined) return { kind: 'paced', total: cfg.pacedDeltas, ttftMs };
@@ -504,7 +512,7 @@ function sendJson(res: http.ServerResponse, status: number, payload: unknown): v
   res.end(text);
 }
 
-/** CLI entry: `--port --host --ttft-ms --deltas --interval-ms`; prints `{"url","port"}` as one JSON line. */
+/** CLI entry: `--port --host --ttft-ms --deltas --interval-ms --no-record`; prints `{"url","port"}` as one JSON line. */
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -513,6 +521,7 @@ async function main(): Promise<void> {
       'ttft-ms': { type: 'string' },
       deltas: { type: 'string' },
       'interval-ms': { type: 'string' },
+      'no-record': { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -522,7 +531,7 @@ async function main(): Promise<void> {
     if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got ${v}`);
     return n;
   };
-  const opts: MockUpstreamOptions = { port: num('port', values.port) ?? 0, host: values.host };
+  const opts: MockUpstreamOptions = { port: num('port', values.port) ?? 0, host: values.host, record: values['no-record'] !== true };
   const ttft = num('ttft-ms', values['ttft-ms']);
   const deltas = num('deltas', values.deltas);
   const interval = num('interval-ms', values['interval-ms']);

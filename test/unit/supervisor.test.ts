@@ -204,11 +204,13 @@ describe('Supervisor: crashes', () => {
     supervisor.stopAll();
   });
 
-  it('healthy() forgets the crash history: the next crash backs off from the base again', async () => {
-    const { supervisor, log } = makeSupervisor({ logic: poisonableLogic, baseBackoffMs: 1, maxBackoffMs: 8 });
+  it('an actor that ran until idle unload clears the crash history: the next crash backs off from the base again', async () => {
+    const { supervisor, log, clock } = makeSupervisor({ logic: poisonableLogic, baseBackoffMs: 1, maxBackoffMs: 8 });
     const seed = { id: 'conv_1', status: 'active' as const };
     for (let i = 0; i < 3; i++) (await supervisor.acquire(seed)).send({ type: 'turn.requested', turnId: 'poison' });
-    supervisor.healthy('conv_1');
+    await supervisor.acquire(seed);
+    clock.increment(IDLE_MS);
+    expect(supervisor.peek('conv_1')).toBeUndefined();
     (await supervisor.acquire(seed)).send({ type: 'turn.requested', turnId: 'poison' });
     const errors = log.lines.filter((l) => l.level === 'error').map((l) => l.obj);
     expect(errors.map((o) => [o.crash_count, o.restart_in_ms])).toEqual([[1, 1], [2, 2], [3, 4], [1, 1]]);

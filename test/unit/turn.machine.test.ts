@@ -131,6 +131,13 @@ describe('turn machine: tool loop', () => {
     expect(h.names()).toEqual(['prepare', 'generate', 'moderate', 'persist']);
     expect(output).toEqual({ turnId: 'turn_1', outcome: 'succeeded', finishReason: 'length' });
   });
+
+  it('finish reason tool_calls with no calls is the end of the answer (stop), not a tool step', async () => {
+    const h = harness({ generate: async () => ({ finishReason: 'tool_calls', toolCalls: [] }) });
+    const { output } = await runToEnd(h.logic);
+    expect(h.names()).toEqual(['prepare', 'generate', 'moderate', 'persist']);
+    expect(output).toEqual({ turnId: 'turn_1', outcome: 'succeeded', finishReason: 'stop' });
+  });
 });
 
 describe('turn machine: moderation', () => {
