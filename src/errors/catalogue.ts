@@ -7,6 +7,7 @@ export const ERROR_CATALOGUE = {
   invalid_json: { type: 'invalid_request_error', status: 400 },
   validation_failed: { type: 'invalid_request_error', status: 400 },
   missing_org_id: { type: 'invalid_request_error', status: 400 },
+  malformed_request: { type: 'invalid_request_error', status: 400 },
   unknown_provider: { type: 'invalid_request_error', status: 400 },
   missing_credentials: { type: 'authentication_error', status: 401 },
   invalid_api_key: { type: 'authentication_error', status: 401 },

@@ -15,6 +15,12 @@ import type { ModelMessage } from './port.js';
  */
 const PER_MESSAGE_OVERHEAD = 4;
 
+/** Longest whitespace-free run encoded in one piece, chars. */
+const LONG_RUN_CHARS = 256;
+const PIECE = 128;
+const LONG_RUN = new RegExp(`\\S{${LONG_RUN_CHARS + 1},}`, 'g');
+const LONG_RUN_TEST = new RegExp(`\\S{${LONG_RUN_CHARS + 1},}`);
+
 let encoder: Tiktoken | undefined;
 
 function getEncoder(): Tiktoken {
@@ -39,6 +45,23 @@ export function warmTokenizer(): void {
  */
 export function countTokens(text: string): number {
   if (text.length === 0) return 0;
+  if (!LONG_RUN_TEST.test(text)) return encodeLength(text);
+  // BPE merging is quadratic in the length of one pre-token: a 32,000-char message without spaces
+  // would block the event loop for minutes. Runs of more than LONG_RUN chars without whitespace are
+  // counted in PIECE-char pieces (a slight over-count: no merge spans a cut); the rest as usual.
+  let total = 0;
+  let rest = '';
+  let last = 0;
+  for (const m of text.matchAll(LONG_RUN)) {
+    rest += text.slice(last, m.index);
+    last = m.index + m[0].length;
+    for (let i = 0; i < m[0].length; i += PIECE) total += encodeLength(m[0].slice(i, i + PIECE));
+  }
+  rest += text.slice(last);
+  return total + (rest.length === 0 ? 0 : encodeLength(rest));
+}
+
+function encodeLength(text: string): number {
   // allowedSpecial = [] and disallowedSpecial = [] : encode special-token look-alikes as plain text.
   return getEncoder().encode(text, [], []).length;
 }

@@ -56,3 +56,16 @@ describe('countMessageTokens', () => {
     expect(countMessageTokens(messages)).toBe(expected);
   });
 });
+
+describe('countTokens on long runs without whitespace', () => {
+  it('counts them piecewise, close to the whole-run count, so a 32,000-char word cannot stall the loop', () => {
+    const word = 'aZ3xq'.repeat(120); // 600 chars, one pre-token
+    const piecewise = countTokens(word);
+    expect(piecewise).toBeGreaterThan(0);
+    // Compare with the text split by spaces every 128 chars, which the BPE sees as separate words.
+    const spaced = word.match(/.{1,128}/g)!.join(' ');
+    expect(Math.abs(piecewise - countTokens(spaced))).toBeLessThanOrEqual(5);
+    expect(countTokens(`hello ${word} world`)).toBe(piecewise + countTokens('hello  world'));
+    expect(countTokens('x'.repeat(32_000))).toBeGreaterThan(32_000 / 128);
+  });
+});

@@ -10,20 +10,34 @@ type JsonSchema = Record<string, unknown>;
  * components.
  */
 export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
+  const uri = (id: string) => `#/components/schemas/${id}`;
+  const clean = (schema: JsonSchema): JsonSchema => {
+    const { $schema: _s, $id: _i, ...rest } = schema;
+    return rest;
+  };
+  // Every schema with `meta({ id })` is a shared component. Request schemas are described as the
+  // client sends them (io: input: defaults make fields optional); everything else as the server sends it.
+  const requestIds = new Set<string>();
+  for (const r of routes) {
+    for (const s of [r.body, r.query]) {
+      const id = s && s !== 'raw' ? (s.meta() as { id?: string } | undefined)?.id : undefined;
+      if (id) requestIds.add(id);
+    }
+  }
+  requestIds.add('DocumentCreate');
+  const all = (io: 'input' | 'output') =>
+    (z.toJSONSchema(z.globalRegistry, { io, uri, unrepresentable: 'any' }) as { schemas: Record<string, JsonSchema> }).schemas;
+  const outputs = all('output');
+  const inputs = all('input');
   const components: Record<string, JsonSchema> = {};
+  for (const [id, schema] of Object.entries(outputs)) components[id] = clean(requestIds.has(id) ? inputs[id]! : schema);
 
   const toSchema = (schema: ZodType, io: 'input' | 'output'): JsonSchema => {
-    const out = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
-    const { $schema: _drop, $defs, ...rest } = out as JsonSchema & { $defs?: Record<string, JsonSchema> };
-    for (const [name, def] of Object.entries($defs ?? {})) components[name] = def;
-    const text = JSON.stringify(rest).replaceAll('"#/$defs/', '"#/components/schemas/');
-    const resolved = JSON.parse(text) as JsonSchema;
-    const meta = schema.meta() as { id?: string } | undefined;
-    if (meta?.id) {
-      components[meta.id] = resolved;
-      return { $ref: `#/components/schemas/${meta.id}` };
-    }
-    return resolved;
+    const id = (schema.meta() as { id?: string } | undefined)?.id;
+    if (id && components[id]) return { $ref: uri(id) };
+    // Nested schemas with an id come back under $defs: point them at the shared components instead.
+    const { $defs: _defs, ...inline } = clean(z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema);
+    return JSON.parse(JSON.stringify(inline).replaceAll('"#/$defs/', '"#/components/schemas/')) as JsonSchema;
   };
 
   const paths: Record<string, Record<string, unknown>> = {};

@@ -20,11 +20,23 @@ export function validate<T>(schema: ZodType<T>, value: unknown, where: 'body' | 
   throw new AppError('validation_failed', `The request ${where} is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}.`, { errors });
 }
 
-/** Parses a JSON body; throws AppError `invalid_json` (400) when it is not JSON. Empty body -> `{}`. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Parses a JSON body; throws AppError `invalid_json` (400) when it is not UTF-8 (RFC 8259 section 8.1:
+ * JSON exchanged between systems is UTF-8; invalid bytes are refused, never replaced) or not JSON.
+ * Empty body -> `{}`.
+ */
 export function parseJson(body: Buffer | null): unknown {
   if (body === null || body.length === 0) return {};
+  let text: string;
   try {
-    return JSON.parse(body.toString('utf8'));
+    text = utf8.decode(body);
+  } catch {
+    throw new AppError('invalid_json', 'The request body is not valid UTF-8.');
+  }
+  try {
+    return JSON.parse(text);
   } catch {
     throw new AppError('invalid_json', 'The request body is not valid JSON.');
   }

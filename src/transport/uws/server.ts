@@ -158,7 +158,12 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
 
   app.any('/*', (res, uReq) => {
     const headers: Record<string, string> = {};
-    uReq.forEach((k, v) => { headers[k] = v; });
+    let conflictingLength = false;
+    uReq.forEach((k, v) => {
+      // Two different Content-Length values are a request-smuggling vector (RFC 9112 section 6.3): refuse.
+      if (k === 'content-length' && headers[k] !== undefined && headers[k] !== v) conflictingLength = true;
+      headers[k] = v;
+    });
     const method = uReq.getMethod().toUpperCase();
     const path = uReq.getUrl();
     const queryString = uReq.getQuery() ?? '';
@@ -175,6 +180,10 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
       if (wasOpen) ex.onAbort?.();
     });
 
+    if (conflictingLength) {
+      sendError(ex, new AppError('malformed_request', 'The request has conflicting Content-Length headers.'), true);
+      return;
+    }
     const match = opts.router.match(method, path);
     if (!match.ok) {
       if (match.reason === 'method_not_allowed') {
