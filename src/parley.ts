@@ -53,10 +53,13 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     store, models, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
     retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs,
-    onFirstToken: (session, ms) => metrics.firstToken.observe({ provider: session.agent.model.provider }, ms / 1000),
-  });
-  bus.subscribe((event) => {
-    if (event.type === 'message.created' && event.data.role === 'agent') metrics.turns.inc({ outcome: 'succeeded' });
+    onFirstToken: (session, t) => {
+      const labels = { provider: session.agent.model.provider };
+      metrics.firstToken.observe(labels, t.firstTokenMs / 1000);
+      metrics.turnSetup.observe(labels, t.setupMs / 1000);
+      if (t.relayMs !== undefined) metrics.firstTokenRelay.observe(labels, t.relayMs / 1000);
+    },
+    onTurnEnd: (_session, outcome) => metrics.turns.inc({ outcome }),
   });
 
   const services: Services = { config, store, chat, knowledge, models, logger, metricsText: () => metrics.text() };

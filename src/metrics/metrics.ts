@@ -14,6 +14,16 @@ export class Metrics {
     name: 'parley_turn_first_token_seconds', help: 'Time from accepting a visitor message to its first token, seconds',
     labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers: [this.registry],
   });
+  /** Visitor message accepted -> model called (store writes, history, retrieval), seconds. */
+  readonly turnSetup = new Histogram({
+    name: 'parley_turn_setup_seconds', help: 'Time from accepting a visitor message to calling the model (store, history, retrieval), seconds',
+    labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers: [this.registry],
+  });
+  /** Upstream bytes of the first token arrived -> token written to every subscriber, seconds. */
+  readonly firstTokenRelay = new Histogram({
+    name: 'parley_first_token_relay_seconds', help: "Time from the upstream's first token bytes arriving to the first client write, seconds",
+    labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers: [this.registry],
+  });
   readonly turns = new Counter({
     name: 'parley_turns_total', help: 'Finished turns by outcome', labelNames: ['outcome'], registers: [this.registry],
   });

@@ -60,7 +60,8 @@ export type ModelFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filt
 
 /** What a step yields, in order: text deltas and tool calls as they come, then usage and finish once. */
 export type ModelPart =
-  | { type: 'text-delta'; delta: string }
+  /** `receivedAt`: performance.now() (ms) when the bytes carrying it arrived, if the provider knows. */
+  | { type: 'text-delta'; delta: string; receivedAt?: number }
   | { type: 'tool-call'; call: ModelToolCall }
   | { type: 'usage'; usage: ModelUsage }
   | { type: 'finish'; reason: ModelFinishReason; passagesUsed?: string[] };

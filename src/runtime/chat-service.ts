@@ -30,6 +30,7 @@ export interface ChatServiceOptions {
   turnReplayMs: number;
   historyLimit?: number;
   onFirstToken?: TurnActorDeps['onFirstToken'];
+  onTurnEnd?: TurnActorDeps['onTurnEnd'];
   /** Replaces the conversation machine (tests inject faults); default: the real one. */
   conversationLogic?: ConversationLogic;
 }
@@ -55,6 +56,7 @@ export class ChatService {
         store: opts.store, models: opts.models, sessions: this.sessions, bus: opts.bus, logger: opts.logger,
         retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40,
         ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
+        ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
       }),
     });
     const logic = (opts.conversationLogic ?? conversationMachine).provide({ actors: { turn: turnLogic } });

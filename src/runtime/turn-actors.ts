@@ -25,8 +25,15 @@ export interface TurnActorDeps {
   retrievalK: number;
   /** Stored messages handed to the model as history. */
   historyLimit: number;
-  /** Observes the time from acceptance to the first token (ms), for metrics. */
-  onFirstToken?: (session: TurnSession, ms: number) => void;
+  /**
+   * Observes a turn's first token, for metrics (all ms): `setupMs` from acceptance to the model call
+   * (store, history, retrieval), `firstTokenMs` from acceptance to the first token written to the
+   * channel, `relayMs` from the upstream bytes' arrival to that write (undefined when the provider does
+   * not stamp arrival times).
+   */
+  /** Observes each finished turn: `succeeded` (done) or `failed` (error event). */
+  onTurnEnd?: (session: TurnSession, outcome: 'succeeded' | 'failed') => void;
+  onFirstToken?: (session: TurnSession, timings: { setupMs: number; firstTokenMs: number; relayMs: number | undefined }) => void;
 }
 
 const TOOL_SPECS: Record<string, ModelToolSpec> = { [SEARCH_KNOWLEDGE]: searchKnowledgeSpec };
@@ -82,6 +89,7 @@ export function createTurnActors(deps: TurnActorDeps) {
     let finishReason: StepResult['finishReason'] = 'stop';
     let reportedUsage = false;
     s.stepText = '';
+    if (s.modelCalledAt === 0) s.modelCalledAt = performance.now();
     const stream = provider.stream(
       { model: s.agent.model.name, messages: s.messages, passages: s.passages, tools },
       anySignal(signal, s.abort.signal),
@@ -89,13 +97,17 @@ export function createTurnActors(deps: TurnActorDeps) {
     for await (const part of stream) {
       switch (part.type) {
         case 'text-delta':
-          if (s.firstTokenAt === 0) {
-            s.firstTokenAt = performance.now();
-            deps.onFirstToken?.(s, s.firstTokenAt - s.acceptedAt);
-          }
           s.text += part.delta;
           s.stepText += part.delta;
           s.channel.emit({ type: 'token', delta: part.delta });
+          if (s.firstTokenAt === 0) {
+            s.firstTokenAt = performance.now();
+            deps.onFirstToken?.(s, {
+              setupMs: s.modelCalledAt - s.acceptedAt,
+              firstTokenMs: s.firstTokenAt - s.acceptedAt,
+              relayMs: part.receivedAt === undefined ? undefined : s.firstTokenAt - part.receivedAt,
+            });
+          }
           break;
         case 'tool-call':
           toolCalls.push(part.call);
@@ -177,6 +189,7 @@ export function createTurnActors(deps: TurnActorDeps) {
     s.channel.emit({ type: 'usage', usage });
     s.channel.emit({ type: 'done', finish_reason: input.finishReason });
     sessions.finish(s.turnId);
+    deps.onTurnEnd?.(s, 'succeeded');
     bus.publish({ type: 'message.created', org_id: s.orgId, data: { conversation_id: s.conversationId, message_id: message.id, role: 'agent' } });
   });
 
@@ -194,6 +207,7 @@ export function createTurnActors(deps: TurnActorDeps) {
     } finally {
       s.channel.emit({ type: 'error', error: input.error });
       sessions.finish(s.turnId);
+      deps.onTurnEnd?.(s, 'failed');
     }
   });
 

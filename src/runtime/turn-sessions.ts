@@ -31,8 +31,9 @@ export interface TurnSession {
   usageReported: boolean;
   /** Chunk ids the model said it used, when it says (builtin). */
   passagesUsed: string[] | undefined;
-  /** performance.now() at acceptance and at the first token (ms). */
+  /** performance.now() at acceptance, at the first model call and after the first token's write (ms). */
   acceptedAt: number;
+  modelCalledAt: number;
   firstTokenAt: number;
 }
 
@@ -50,14 +51,14 @@ export class TurnSessions {
   }
 
   open(init: Omit<TurnSession, 'channel' | 'abort' | 'messages' | 'passages' | 'text' | 'stepText' | 'toolRuns'
-    | 'inputTokens' | 'outputTokens' | 'usageReported' | 'passagesUsed' | 'acceptedAt' | 'firstTokenAt'>): TurnSession {
+    | 'inputTokens' | 'outputTokens' | 'usageReported' | 'passagesUsed' | 'acceptedAt' | 'modelCalledAt' | 'firstTokenAt'>): TurnSession {
     const session: TurnSession = {
       ...init,
       channel: new TurnChannel(init.turnId, init.conversationId, init.orgId),
       abort: new AbortController(),
       messages: [], passages: [], text: '', stepText: '', toolRuns: [],
       inputTokens: 0, outputTokens: 0, usageReported: false, passagesUsed: undefined,
-      acceptedAt: performance.now(), firstTokenAt: 0,
+      acceptedAt: performance.now(), modelCalledAt: 0, firstTokenAt: 0,
     };
     this.running.set(init.turnId, session);
     this.channels.set(init.turnId, session.channel);

@@ -631,6 +631,22 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
       expect(msgs[1].content).toBe([...texts][0]);
     }
   });
+
+  it('exposes its own overhead on /metrics: setup, first token and upstream-byte-to-write histograms, turn outcomes', async () => {
+    const metric = (text: string, name: string): number => {
+      const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    const before = await (await fetch(`${srv.url}/metrics`)).text();
+    const agent = await createAgent(srv, { name: 'Metrics echo', model: { provider: 'openai', name: 'echo' } });
+    const { events } = await chatStream(srv, agent, { message: 'count me' });
+    expect(d(events.at(-1)).type).toBe('done');
+    const after = await (await fetch(`${srv.url}/metrics`)).text();
+    for (const name of ['parley_turn_setup_seconds_count{provider="openai"}', 'parley_turn_first_token_seconds_count{provider="openai"}',
+      'parley_first_token_relay_seconds_count{provider="openai"}', 'parley_turns_total{outcome="succeeded"}']) {
+      expect(metric(after, name.replace(/[{}"]/g, (c) => `\\${c}`)), name).toBe(metric(before, name.replace(/[{}"]/g, (c) => `\\${c}`)) + 1);
+    }
+  });
 });
 
 // 10

@@ -236,6 +236,7 @@ async function* streamStep(ctx: StreamContext, input: ModelTurnInput, signal: Ab
     try {
       for await (const chunk of body as AsyncIterable<Uint8Array>) {
         if (acc.done) continue; // after [DONE]: drain the rest so the keep-alive socket returns to the pool
+        acc.chunkAt = performance.now();
         parser.feed(decoder.decode(chunk, { stream: true }));
         if (acc.pending.length > 0) {
           // Parts that arrived before a protocol failure are still delivered, then the failure is thrown.
@@ -298,6 +299,9 @@ class StepAccumulator {
 
   constructor(private readonly apiKey: string | undefined) {}
 
+  /** performance.now() when the chunk being parsed arrived (stamped on text deltas for the relay metric). */
+  chunkAt = 0;
+
   fail(message: string): void {
     this.failure ??= new AppError('model_unavailable', message);
   }
@@ -330,7 +334,7 @@ class StepAccumulator {
       const delta = choice.delta;
       if (delta) {
         const content = delta.content;
-        if (typeof content === 'string' && content.length > 0) this.pending.push({ type: 'text-delta', delta: content });
+        if (typeof content === 'string' && content.length > 0) this.pending.push({ type: 'text-delta', delta: content, receivedAt: this.chunkAt });
         if (delta.tool_calls) this.addToolFragments(delta.tool_calls);
       }
       if (typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) {
