@@ -29,6 +29,7 @@ export const conversationMachine = setup({
     headReady: ({ context }) => context.queue[0]?.ready === true,
     queueEmpty: ({ context }) => context.queue.length === 0,
     isClosed: ({ context }) => context.status === 'closed',
+    isActive: ({ context, event }) => event.type === 'turn.withdrawn' && event.turnId === context.activeTurnId,
   },
   actions: {
     enqueue: assign({
@@ -108,7 +109,11 @@ export const conversationMachine = setup({
       on: {
         'turn.requested': { guard: 'hasRoom', actions: 'enqueue' },
         'turn.accepted': { actions: 'markReady' },
-        'turn.withdrawn': { actions: 'withdraw' },
+        'turn.withdrawn': [
+          // The running turn's message could not be stored: stop it.
+          { guard: 'isActive', actions: sendTo('turn', { type: 'cancel' }) },
+          { actions: 'withdraw' },
+        ],
         'turn.cancel': { actions: sendTo('turn', { type: 'cancel' }) },
       },
     },

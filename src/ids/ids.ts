@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 /** Identifier prefixes of API.md "Conventions". */
 export type IdPrefix =
@@ -9,6 +9,16 @@ const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'; // Crockford base32, sorts 
 
 let lastMs = 0;
 let seq = 0;
+// Random bytes are drawn from the CSPRNG in 4 KiB batches: one syscall per ~340 ids, not one per id.
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function randomChunk(n: number): Buffer {
+  if (poolOffset + n > pool.length) { randomFillSync(pool); poolOffset = 0; }
+  const chunk = pool.subarray(poolOffset, poolOffset + n);
+  poolOffset += n;
+  return chunk;
+}
 
 /**
  * A new opaque identifier `<prefix>_<26 chars>`: 10 chars of millisecond time then 16 chars of which the
@@ -25,7 +35,7 @@ export function newId(prefix: IdPrefix): string {
   let s = seq;
   let counter = '';
   for (let i = 0; i < 4; i++) { counter = ALPHABET[s % 32] + counter; s = Math.floor(s / 32); }
-  const rnd = randomBytes(12);
+  const rnd = randomChunk(12);
   let tail = '';
   for (let i = 0; i < 12; i++) tail += ALPHABET[rnd[i]! % 32];
   return `${prefix}_${out}${counter}${tail}`;

@@ -68,8 +68,8 @@ export class ChatService {
   }
 
   /**
-   * Accepts a visitor message for `agent` and returns the turn's channel, whose first event
-   * (`conversation`) is already emitted. Throws AppError: `not_found` (unknown conversation or one of
+   * Accepts a visitor message for `agent` and returns the turn's channel once the message is durable;
+   * its first event (`conversation`) is already emitted and the turn may already be streaming into it. Throws AppError: `not_found` (unknown conversation or one of
    * another agent), `conversation_closed`, `turn_in_progress` (queue full), `shutting_down`,
    * `unknown_provider` (the agent's provider is not configured).
    */
@@ -105,23 +105,27 @@ export class ChatService {
     const session = this.sessions.open({
       turnId, conversationId: conversation.id, orgId, agent, visitorMessageId, question: input.message,
     });
+    session.channel.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
     actor.send({ type: 'turn.requested', turnId });
+    const appended = store.conversations.appendMessage({
+      id: visitorMessageId, conversation_id: conversation.id, org_id: orgId, turn_id: turnId, role: 'visitor',
+      content: input.message, citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null,
+      error: null, created_at: new Date().toISOString(),
+    });
+    // The turn may start now, so the model call overlaps the commit of the visitor message (an fsync
+    // with synchronous=FULL). Nothing reaches the client before that commit: the channel, with every
+    // event buffered so far, is only handed out once the message is durable.
+    actor.send({ type: 'turn.accepted', turnId });
     try {
-      const appended = store.conversations.appendMessage({
-        id: visitorMessageId, conversation_id: conversation.id, org_id: orgId, turn_id: turnId, role: 'visitor',
-        content: input.message, citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null,
-        error: null, created_at: new Date().toISOString(),
-      });
       await Promise.all([created, appended]);
     } catch (err) {
+      // The message was not stored: stop the turn (it writes nothing once its session is gone).
       actor.send({ type: 'turn.withdrawn', turnId });
       this.sessions.discard(turnId);
       throw err;
     }
     if (created) this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
-    session.channel.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
     this.opts.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: visitorMessageId, role: 'visitor' } });
-    actor.send({ type: 'turn.accepted', turnId });
     return session.channel;
   }
 

@@ -71,12 +71,14 @@ export function createTurnActors(deps: TurnActorDeps) {
     const messages: ModelMessage[] = [];
     if (s.agent.instructions) messages.push({ role: 'system', content: s.agent.instructions });
     for (const m of history) {
-      // Later turns queued behind this one are already stored; they are not part of this turn's past.
-      if (m.turn_id !== null && m.turn_id > s.turnId) continue;
+      // This turn's own question may not be committed yet (it is added below), and later turns queued
+      // behind this one are not part of its past.
+      if (m.turn_id !== null && m.turn_id >= s.turnId) continue;
       if (m.role === 'visitor') messages.push({ role: 'user', content: m.content });
       else if (m.role === 'agent') messages.push({ role: 'assistant', content: m.content });
       else messages.push({ role: 'assistant', content: `(operator) ${m.content}` });
     }
+    messages.push({ role: 'user', content: s.question });
     s.messages = messages;
     s.passages = passages;
   });

@@ -376,4 +376,30 @@ describe('conversation machine: cancel', () => {
     expect(received).toEqual(['cancel']);
     expect(snap.context.lastTurn).toEqual({ turnId: 't1', outcome: 'succeeded', finishReason: 'cancelled' });
   });
+
+  it('withdrawing the running turn (its message could not be stored) cancels it; a queued one is just dropped', async () => {
+    const received: string[] = [];
+    const turn = setup({ types: { input: {} as TurnInput, events: {} as { type: 'cancel' } } }).createMachine({
+      context: ({ input }) => ({ turnId: input.turnId }),
+      initial: 'running',
+      states: {
+        running: { on: { cancel: { target: 'done', actions: ({ context }) => received.push(`cancel ${context.turnId}`) } } },
+        done: { type: 'final' },
+      },
+      output: ({ context }): TurnOutput => ({ turnId: context.turnId, outcome: 'succeeded', finishReason: 'cancelled' }),
+    });
+    const logic = conversationMachine.provide({ actors: { turn: turn as unknown as AnyActorLogic } as never });
+    const actor = createActor(logic, { input: BASE_INPUT, clock: new SimulatedClock() });
+    actor.start();
+    actor.send({ type: 'turn.requested', turnId: 't1' });
+    actor.send({ type: 'turn.accepted', turnId: 't1' });
+    actor.send({ type: 'turn.requested', turnId: 't2' });
+    actor.send({ type: 'turn.withdrawn', turnId: 't2' });
+    expect(actor.getSnapshot().context.queue).toEqual([]);
+    expect(received).toEqual([]);
+    actor.send({ type: 'turn.withdrawn', turnId: 't1' });
+    const snap = await waitFor(actor, (s) => s.value === 'idle', { timeout: 2_000 });
+    expect(received).toEqual(['cancel t1']);
+    expect(snap.context.activeTurnId).toBeNull();
+  });
 });
