@@ -1,0 +1,473 @@
+/**
+ * The load generator: a child process of the runner (spawned with a raised open-files limit), driven
+ * over IPC, one job at a time. It only talks to servers through raw sockets (raw-client.ts) and sends
+ * back summaries (percentiles computed here), never raw samples. Every loop is bounded in count and time.
+ */
+import { buildTarget, Conn, ConnPool, type Exchange, type ExchangeResult, type Target, type TargetSpec } from './raw-client.js';
+import { cpuSeconds, tcpCounters, tcpDelta } from './proc.js';
+import { Samples, summarize, type Summary } from './stats.js';
+
+export type Job =
+  | { type: 'warmup'; target: TargetSpec; count: number; concurrency: number; sse: boolean; timeoutMs: number }
+  | { type: 'sequential'; targets: TargetSpec[]; samples: number; deadlineMs: number; expectFirstMs: number }
+  | {
+      type: 'open-loop'; targets: TargetSpec[]; rounds: number; rate: number; durationMs: number; drainMs: number;
+      expectFirstMs: number; stallTimeoutMs: number; pauseMs: number; cpuPids: Record<string, Record<string, number>>;
+      /** Keep-alive connections opened (and idle) before each window, so no connect storm is measured. */
+      prewarm: number;
+    }
+  | {
+      type: 'streams'; target: TargetSpec; slots: number; durationMs: number; rampMs: number; intervalMs: number;
+      expectFirstMs: number; stallMs: number; drainMs: number; stallTimeoutMs: number;
+    }
+  | { type: 'connections-open'; target: TargetSpec; count: number; rate: number; timeoutMs: number }
+  | { type: 'connections-check' }
+  | { type: 'connections-close' }
+  | { type: 'one-shot'; target: TargetSpec; connections: number; durationMs: number; timeoutMs: number };
+
+/** Failures, split into the load generator's own limits and everything else (the server's). */
+export interface Errors {
+  total: number;
+  server: number;
+  client: number;
+  byCode: Record<string, number>;
+  /** One example response body of a failure, for diagnosis. */
+  sample: string;
+}
+
+export interface SequentialResult { perTarget: Record<string, { ttft: Summary; conversation: Summary; ok: number; errors: Errors }>; cpuS: number; wallS: number }
+export interface OpenLoopResult {
+  rate: number;
+  perTarget: Record<string, {
+    ttft: Summary; conversation: Summary; requests: number; ok: number; errors: Errors; wallS: number; cpuS: Record<string, number>;
+    inFlight: { mean: number; max: number }; unfinished: number; prewarmed: number;
+    tcp: { listenOverflows: number; synRetrans: number; retransSegs: number };
+  }>;
+}
+export interface StreamsResult {
+  started: number; ok: number; errors: Errors; stalled: number; tokens: number; frames: number; preconnected: number;
+  addedGap: Summary; maxGap: Summary; ttft: Summary; wallS: number; cpuS: number; inFlight: { mean: number; max: number };
+}
+export interface ConnectionsOpenResult { requested: number; idle: number; errors: Errors; wallS: number; cpuS: number }
+export interface OneShotResult { requests: number; ok: number; errors: Errors; latency: Summary; rps: number; wallS: number; cpuS: number }
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const now = () => performance.now();
+
+function newErrors(): Errors {
+  return { total: 0, server: 0, client: 0, byCode: {}, sample: '' };
+}
+
+function countError(e: Errors, r: ExchangeResult): void {
+  e.total++;
+  if (r.clientLimit) e.client++;
+  else e.server++;
+  const code = r.error ?? 'unknown';
+  e.byCode[code] = (e.byCode[code] ?? 0) + 1;
+  if (!e.sample && r.errorBody) e.sample = `${code}: ${r.errorBody}`;
+}
+
+function cpuNow(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/** Fails exchanges that saw no bytes for `timeoutMs` (one sweep timer for all of them). */
+class Sweeper {
+  readonly active = new Map<Exchange, Conn>();
+  private readonly timer: NodeJS.Timeout;
+  constructor(private readonly timeoutMs: number) {
+    this.timer = setInterval(() => this.sweep(), Math.min(250, Math.max(20, timeoutMs / 4)));
+  }
+  track(ex: Exchange, c: Conn): void {
+    this.active.set(ex, c);
+    void ex.done.then(() => this.active.delete(ex));
+  }
+  sweep(force = false): void {
+    const t = now();
+    for (const [ex, c] of this.active) {
+      if (force || t - ex.lastActivity > this.timeoutMs) {
+        ex.fail('timeout', t);
+        c.destroy();
+        this.active.delete(ex);
+      }
+    }
+  }
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+/** Samples a gauge every 50 ms. */
+class Gauge {
+  private sum = 0;
+  private n = 0;
+  max = 0;
+  private readonly timer: NodeJS.Timeout;
+  constructor(read: () => number) {
+    this.timer = setInterval(() => {
+      const v = read();
+      this.sum += v;
+      this.n++;
+      if (v > this.max) this.max = v;
+    }, 50);
+  }
+  stop(): { mean: number; max: number } {
+    clearInterval(this.timer);
+    return { mean: this.n > 0 ? this.sum / this.n : 0, max: this.max };
+  }
+}
+
+async function warmup(job: Extract<Job, { type: 'warmup' }>): Promise<{ ok: number; errors: Errors }> {
+  const target = buildTarget(job.target);
+  const errors = newErrors();
+  let ok = 0;
+  let next = 0;
+  const deadline = now() + job.timeoutMs;
+  const sweeper = new Sweeper(job.timeoutMs);
+  const worker = async () => {
+    let c: Conn | undefined;
+    for (let i = 0; i < job.count && next < job.count && now() < deadline; i++) {
+      next++;
+      if (!c || !c.reusable) { c?.destroy(); c = new Conn(target); }
+      const ex = c.send({ sse: job.sse });
+      sweeper.track(ex, c);
+      const r = await ex.done;
+      if (r.ok) ok++;
+      else countError(errors, r);
+    }
+    c?.destroy();
+  };
+  await Promise.all(Array.from({ length: Math.max(1, job.concurrency) }, worker));
+  sweeper.stop();
+  return { ok, errors };
+}
+
+async function sequential(job: Extract<Job, { type: 'sequential' }>): Promise<SequentialResult> {
+  const cpu0 = cpuNow();
+  const t0 = now();
+  const targets = job.targets.map(buildTarget);
+  const conns = new Map<string, Conn>();
+  const ttfts = new Map<string, Samples>(targets.map((t) => [t.name, new Samples(job.samples)]));
+  const convs = new Map<string, Samples>(targets.map((t) => [t.name, new Samples(job.samples)]));
+  const errs = new Map<string, Errors>(targets.map((t) => [t.name, newErrors()]));
+  const oks = new Map<string, number>(targets.map((t) => [t.name, 0]));
+  const deadline = now() + job.deadlineMs;
+  const sweeper = new Sweeper(30_000);
+  for (let round = 0; round < job.samples && now() < deadline; round++) {
+    // Rotate the order every round so no target always goes first.
+    for (let k = 0; k < targets.length; k++) {
+      const t: Target = targets[(round + k) % targets.length]!;
+      let c = conns.get(t.name);
+      if (!c || !c.reusable) { c?.destroy(); c = new Conn(t); conns.set(t.name, c); }
+      const ex = c.send({ sse: true, expectFirstMs: job.expectFirstMs });
+      sweeper.track(ex, c);
+      const r = await ex.done;
+      if (r.ok) {
+        ttfts.get(t.name)!.push(r.ttftMs);
+        if (t.flavor === 'events') convs.get(t.name)!.push(r.idleMs);
+        oks.set(t.name, oks.get(t.name)! + 1);
+      } else {
+        countError(errs.get(t.name)!, r);
+      }
+    }
+  }
+  sweeper.stop();
+  for (const c of conns.values()) c.destroy();
+  const perTarget: SequentialResult['perTarget'] = {};
+  for (const t of targets) perTarget[t.name] = { ttft: ttfts.get(t.name)!.summary(), conversation: convs.get(t.name)!.summary(), ok: oks.get(t.name)!, errors: errs.get(t.name)! };
+  return { perTarget, cpuS: cpuNow() - cpu0, wallS: (now() - t0) / 1000 };
+}
+
+/**
+ * One open-loop window against one target: request i is due at start + i/rate and its latency counts
+ * from that due time (no coordinated omission), whatever the server does.
+ */
+async function openLoopWindow(
+  target: Target, job: Extract<Job, { type: 'open-loop' }>, ttft: Samples, conv: Samples, errors: Errors,
+): Promise<{ requests: number; ok: number; wallS: number; inFlight: { mean: number; max: number }; unfinished: number; prewarmed: number }> {
+  const pool = new ConnPool(target);
+  const prewarmed = await pool.prewarm(job.prewarm);
+  const sweeper = new Sweeper(job.stallTimeoutMs);
+  const total = Math.max(1, Math.round((job.rate * job.durationMs) / 1000));
+  const gap = 1000 / job.rate;
+  let sent = 0;
+  let ok = 0;
+  let inflight = 0;
+  const gauge = new Gauge(() => inflight);
+  const start = now();
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      const t = now();
+      while (sent < total && start + sent * gap <= t) {
+        const due = start + sent * gap;
+        sent++;
+        inflight++;
+        const c = pool.acquire();
+        const ex = c.send({ sse: true, t0: due, expectFirstMs: job.expectFirstMs });
+        sweeper.track(ex, c);
+        void ex.done.then((r) => {
+          inflight--;
+          pool.release(c, ex);
+          if (r.ok) {
+            ok++;
+            ttft.push(r.ttftMs);
+            if (target.flavor === 'events') conv.push(r.idleMs);
+          } else countError(errors, r);
+        });
+      }
+      if (sent >= total || t - start > job.durationMs * 3 + 5000) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 1);
+  });
+  const drainEnd = now() + job.drainMs;
+  for (let i = 0; i < 1_000_000 && inflight > 0 && now() < drainEnd; i++) await sleep(20);
+  const unfinished = inflight;
+  sweeper.sweep(true);
+  await sleep(20);
+  sweeper.stop();
+  const inFlight = gauge.stop();
+  pool.closeAll();
+  return { requests: sent, ok, wallS: (now() - start) / 1000, inFlight, unfinished, prewarmed };
+}
+
+/**
+ * Open-loop windows for several targets, interleaved: `rounds` rounds, each running one window per
+ * target (order rotated every round), so every target sees the same machine state. CPU seconds of the
+ * processes in `cpuPids[target]` (and of this process) are summed over that target's windows.
+ */
+async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenLoopResult> {
+  const targets = job.targets.map(buildTarget);
+  const perTarget: OpenLoopResult['perTarget'] = {};
+  const samples = new Map<string, Samples>();
+  const convs = new Map<string, Samples>();
+  const errs = new Map<string, Errors>();
+  for (const t of targets) {
+    samples.set(t.name, new Samples(4096));
+    convs.set(t.name, new Samples(4096));
+    errs.set(t.name, newErrors());
+    perTarget[t.name] = {
+      ttft: summarize([]), conversation: summarize([]), requests: 0, ok: 0, errors: errs.get(t.name)!, wallS: 0, cpuS: {}, inFlight: { mean: 0, max: 0 }, unfinished: 0,
+      prewarmed: 0, tcp: { listenOverflows: 0, synRetrans: 0, retransSegs: 0 },
+    };
+  }
+  for (let round = 0; round < job.rounds; round++) {
+    for (let k = 0; k < targets.length; k++) {
+      const t = targets[(round + k) % targets.length]!;
+      const pids = { ...(job.cpuPids[t.name] ?? {}), loadgen: process.pid };
+      const cpu0 = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, cpuSeconds(pid)]));
+      const tcp0 = tcpCounters();
+      const w = await openLoopWindow(t, job, samples.get(t.name)!, convs.get(t.name)!, errs.get(t.name)!);
+      const r = perTarget[t.name]!;
+      for (const [n, pid] of Object.entries(pids)) r.cpuS[n] = (r.cpuS[n] ?? 0) + cpuSeconds(pid) - cpu0[n]!;
+      r.requests += w.requests;
+      r.ok += w.ok;
+      r.wallS += w.wallS;
+      r.unfinished += w.unfinished;
+      r.prewarmed += w.prewarmed;
+      const d = tcpDelta(tcp0, tcpCounters());
+      r.tcp = { listenOverflows: r.tcp.listenOverflows + d.listenOverflows, synRetrans: r.tcp.synRetrans + d.synRetrans, retransSegs: r.tcp.retransSegs + d.retransSegs };
+      r.inFlight = { mean: r.inFlight.mean + w.inFlight.mean / job.rounds, max: Math.max(r.inFlight.max, w.inFlight.max) };
+      if (job.pauseMs > 0) await sleep(job.pauseMs);
+    }
+  }
+  for (const t of targets) {
+    perTarget[t.name]!.ttft = samples.get(t.name)!.summary();
+    perTarget[t.name]!.conversation = convs.get(t.name)!.summary();
+  }
+  return { perTarget, rate: job.rate };
+}
+
+/**
+ * `slots` concurrent paced streams, each on its own keep-alive connection, back to back until
+ * `durationMs` (slot starts spread over `rampMs`). A stream stalls when its largest silence exceeds
+ * `stallMs`.
+ */
+async function streams(job: Extract<Job, { type: 'streams' }>): Promise<StreamsResult> {
+  const cpu0 = cpuNow();
+  const target = buildTarget(job.target);
+  const sweeper = new Sweeper(job.stallTimeoutMs);
+  const gaps = new Samples(1 << 16);
+  const maxGaps = new Samples(4096);
+  const ttft = new Samples(4096);
+  const errors = newErrors();
+  let started = 0;
+  let ok = 0;
+  let stalled = 0;
+  let tokens = 0;
+  let frames = 0;
+  let inflight = 0;
+  const gauge = new Gauge(() => inflight);
+  // Connect every slot first (in batches): a connection burst would overflow the server's accept queue
+  // and the dropped SYNs (retried after 1 s) would count as stalls of the streams.
+  const pool = new ConnPool(target);
+  const preconnected = await pool.prewarm(job.slots);
+  const start = now();
+  const endAt = start + job.durationMs;
+  const hardEnd = endAt + job.drainMs;
+  const slot = async (i: number) => {
+    await sleep((job.rampMs * i) / job.slots);
+    let c: Conn | undefined = pool.acquire();
+    for (let n = 0; n < 1_000_000 && now() < endAt; n++) {
+      if (!c || !c.reusable) { c?.destroy(); c = new Conn(target); }
+      started++;
+      inflight++;
+      const ex = c.send({ sse: true, gaps, intervalMs: job.intervalMs, expectFirstMs: job.expectFirstMs });
+      sweeper.track(ex, c);
+      const r = await Promise.race([ex.done, sleep(Math.max(0, hardEnd - now())).then(() => undefined)]);
+      inflight--;
+      if (r === undefined) {
+        ex.fail('timeout', now());
+        countError(errors, { ...emptyResult(), error: 'drain_timeout' });
+        break;
+      }
+      tokens += r.tokens;
+      frames += r.frames;
+      if (r.ok) {
+        ok++;
+        ttft.push(r.ttftMs);
+        maxGaps.push(r.maxGapMs);
+        if (r.maxGapMs > job.stallMs) stalled++;
+      } else {
+        countError(errors, r);
+        if (r.maxGapMs > job.stallMs) stalled++;
+        await sleep(10);
+      }
+      if (ex.connClose) c.destroy();
+    }
+    c?.destroy();
+  };
+  await Promise.all(Array.from({ length: job.slots }, (_, i) => slot(i)));
+  sweeper.stop();
+  const wallS = (now() - start) / 1000;
+  return {
+    started, ok, errors, stalled, tokens, frames, preconnected,
+    addedGap: gaps.summary(), maxGap: maxGaps.summary(), ttft: ttft.summary(),
+    wallS, cpuS: cpuNow() - cpu0, inFlight: gauge.stop(),
+  };
+}
+
+function emptyResult(): ExchangeResult {
+  return {
+    ok: false, status: 0, error: undefined, errorBody: '', clientLimit: false, ttftMs: Number.NaN, idleMs: Number.NaN,
+    durationMs: 0, tokens: 0, frames: 0, maxGapMs: 0, bodyBytes: 0,
+  };
+}
+
+/** Idle streams held open between connections-open and connections-close. */
+const held: { conn: Conn; ex: Exchange }[] = [];
+
+async function connectionsOpen(job: Extract<Job, { type: 'connections-open' }>): Promise<ConnectionsOpenResult> {
+  const cpu0 = cpuNow();
+  const target = buildTarget(job.target);
+  const errors = newErrors();
+  let idle = 0;
+  let sent = 0;
+  const start = now();
+  const gap = 1000 / job.rate;
+  const waits: Promise<void>[] = [];
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      const t = now();
+      while (sent < job.count && start + sent * gap <= t) {
+        sent++;
+        const c = new Conn(target);
+        waits.push(new Promise<void>((res) => {
+          const ex = c.send({ sse: true, onIdle: () => { idle++; res(); } });
+          held.push({ conn: c, ex });
+          void ex.done.then((r) => {
+            if (!r.ok || ex.idleAt === 0) countError(errors, r.ok ? { ...r, error: 'ended_before_idle' } : r);
+            res();
+          });
+        }));
+      }
+      if (sent >= job.count || t - start > job.timeoutMs) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 1);
+  });
+  await Promise.race([Promise.all(waits), sleep(Math.max(0, job.timeoutMs - (now() - start)))]);
+  for (const h of held) {
+    if (h.ex.idleAt === 0 && !h.ex.finished) {
+      h.ex.fail('timeout', now());
+      countError(errors, { ...emptyResult(), error: 'timeout' });
+    }
+  }
+  return { requested: sent, idle, errors, wallS: (now() - start) / 1000, cpuS: cpuNow() - cpu0 };
+}
+
+function connectionsCheck(): { open: number; closedByServer: number } {
+  let open = 0;
+  let closed = 0;
+  for (const h of held) {
+    if (h.ex.idleAt === 0) continue;
+    if (h.conn.dead || h.ex.finished) closed++;
+    else open++;
+  }
+  return { open, closedByServer: closed };
+}
+
+async function connectionsClose(): Promise<{ closed: number }> {
+  const n = held.length;
+  for (const h of held) h.conn.destroy();
+  held.length = 0;
+  await sleep(50);
+  return { closed: n };
+}
+
+/** Closed loop: `connections` keep-alive connections, each sending the next request when the last ends. */
+async function oneShot(job: Extract<Job, { type: 'one-shot' }>): Promise<OneShotResult> {
+  const cpu0 = cpuNow();
+  const target = buildTarget(job.target);
+  const sweeper = new Sweeper(job.timeoutMs);
+  const lat = new Samples(1 << 16);
+  const errors = newErrors();
+  let requests = 0;
+  let ok = 0;
+  const start = now();
+  const endAt = start + job.durationMs;
+  const worker = async () => {
+    let c: Conn | undefined;
+    for (let n = 0; n < 10_000_000 && now() < endAt; n++) {
+      if (!c || !c.reusable) { c?.destroy(); c = new Conn(target); }
+      requests++;
+      const ex = c.send({ sse: false });
+      sweeper.track(ex, c);
+      const r = await ex.done;
+      if (r.ok) { ok++; lat.push(r.durationMs); } else { countError(errors, r); await sleep(5); }
+      if (ex.connClose) c.destroy();
+    }
+    c?.destroy();
+  };
+  await Promise.all(Array.from({ length: job.connections }, worker));
+  sweeper.stop();
+  const wallS = (now() - start) / 1000;
+  return { requests, ok, errors, latency: lat.summary(), rps: ok / wallS, wallS, cpuS: cpuNow() - cpu0 };
+}
+
+export async function runJob(job: Job): Promise<unknown> {
+  switch (job.type) {
+    case 'warmup': return warmup(job);
+    case 'sequential': return sequential(job);
+    case 'open-loop': return openLoop(job);
+    case 'streams': return streams(job);
+    case 'connections-open': return connectionsOpen(job);
+    case 'connections-check': return connectionsCheck();
+    case 'connections-close': return connectionsClose();
+    case 'one-shot': return oneShot(job);
+  }
+}
+
+if (process.send !== undefined) {
+  process.on('message', (msg: { id: number; job: Job }) => {
+    runJob(msg.job).then(
+      (result) => process.send!({ id: msg.id, ok: true, result }),
+      (err: unknown) => process.send!({ id: msg.id, ok: false, error: err instanceof Error ? err.stack ?? err.message : String(err) }),
+    );
+  });
+  process.on('disconnect', () => process.exit(0));
+  process.send({ ready: true });
+}

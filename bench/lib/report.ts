@@ -1,0 +1,106 @@
+/** Result rows, the printed table, and the JSON + SVG files under bench/results/. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { MachineInfo } from './proc.js';
+import { barChart, type Panel } from './svg.js';
+
+/** Which direction is better for a row's values. */
+export type Better = 'lower' | 'higher' | 'none';
+
+/** One table row: a metric for each target (null when it does not apply). */
+export interface Row {
+  bench: string;
+  metric: string;
+  unit: string;
+  better: Better;
+  parley: number | null;
+  baseline: number | null;
+  direct: number | null;
+  /** A target from the issue, and whether Parley's value meets it (null: not applicable in this mode). */
+  target?: { text: string; pass: boolean | null } | undefined;
+  /** Flags, e.g. `≈ceiling` (within 10% of what the mock + client reach directly). */
+  flags?: string[] | undefined;
+}
+
+export interface BenchOutcome {
+  name: string;
+  rows: Row[];
+  /** The benchmark's parameters. */
+  config: Record<string, unknown>;
+  /** Everything measured (all percentiles, per level, per target). */
+  results: Record<string, unknown>;
+  charts: Panel[];
+  notes: string[];
+}
+
+/** P/B or P/D; null when either side is missing, zero, or the signs differ (ratio meaningless). */
+export function ratio(a: number | null, b: number | null): number | null {
+  if (a === null || b === null || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return null;
+  if (a < 0 !== b < 0) return null;
+  return a / b;
+}
+
+/** Parley against the baseline in this row: ahead, behind or tie (null: no baseline value or no direction). */
+export function versusBaseline(r: Row): 'ahead' | 'behind' | 'tie' | null {
+  if (r.better === 'none' || r.parley === null || r.baseline === null) return null;
+  if (!Number.isFinite(r.parley) || !Number.isFinite(r.baseline)) return null;
+  if (r.parley === r.baseline) return 'tie';
+  return (r.better === 'lower' ? r.parley < r.baseline : r.parley > r.baseline) ? 'ahead' : 'behind';
+}
+
+/** Number formatting: 3-4 significant digits, thousands grouped, '—' for missing. */
+export function fmt(v: number | null | undefined): string {
+  if (v === null || v === undefined || Number.isNaN(v)) return '—';
+  if (!Number.isFinite(v)) return v > 0 ? '∞' : '-∞';
+  const a = Math.abs(v);
+  if (a >= 10_000) return Math.round(v).toLocaleString('en-US');
+  if (a >= 100) return v.toFixed(0);
+  if (a >= 10) return v.toFixed(1);
+  if (a >= 1) return v.toFixed(2);
+  if (a === 0) return '0';
+  return v.toFixed(3);
+}
+
+function fmtRatio(v: number | null): string {
+  return v === null ? '—' : `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)}x`;
+}
+
+/** The printed table: every row with Parley, baseline, direct, P/B, P/D, vs baseline, target. */
+export function formatTable(rows: Row[]): string {
+  const header = ['bench', 'metric', 'unit', 'Parley', 'baseline', 'direct', 'P/B', 'P/D', 'vs baseline', 'target', 'flags'];
+  const lines = rows.map((r) => {
+    const vs = versusBaseline(r);
+    const target = r.target ? `${r.target.pass === null ? 'n/a' : r.target.pass ? 'PASS' : 'MISS'} ${r.target.text}` : '';
+    return [
+      r.bench, r.metric, r.unit, fmt(r.parley), fmt(r.baseline), fmt(r.direct),
+      fmtRatio(ratio(r.parley, r.baseline)), fmtRatio(ratio(r.parley, r.direct)),
+      vs === null ? '' : vs === 'behind' ? 'BEHIND' : vs,
+      target, (r.flags ?? []).join(' '),
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const numeric = new Set([3, 4, 5, 6, 7]);
+  const line = (cells: string[]) => cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(line)].join('\n');
+}
+
+/** Writes `<dir>/<name>.json` and `<dir>/<name>.svg`; returns their paths. */
+export function writeOutcome(dir: string, outcome: BenchOutcome, meta: {
+  machine: MachineInfo; mode: 'smoke' | 'full'; startedAt: string; finishedAt: string; argv: string[];
+}): { json: string; svg: string } {
+  mkdirSync(dir, { recursive: true });
+  const json = join(dir, `${outcome.name}.json`);
+  const svg = join(dir, `${outcome.name}.svg`);
+  const rows = outcome.rows.map((r) => ({
+    ...r,
+    ratio_parley_baseline: ratio(r.parley, r.baseline),
+    ratio_parley_direct: ratio(r.parley, r.direct),
+    versus_baseline: versusBaseline(r),
+  }));
+  writeFileSync(json, `${JSON.stringify({
+    name: outcome.name, mode: meta.mode, started_at: meta.startedAt, finished_at: meta.finishedAt, argv: meta.argv,
+    machine: meta.machine, config: outcome.config, notes: outcome.notes, rows, results: outcome.results,
+  }, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
+  writeFileSync(svg, barChart(`${outcome.name} (${meta.mode}, ${meta.machine.cpus.count}x ${meta.machine.cpus.model}, node ${meta.machine.node}, ${meta.machine.git_commit})`, outcome.charts));
+  return { json, svg };
+}

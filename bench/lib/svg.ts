@@ -1,0 +1,83 @@
+/** A hand-written SVG grouped bar chart: one panel per measurement, one bar per target. No library. */
+
+export type Series = 'parley' | 'baseline' | 'direct';
+
+export interface Panel {
+  title: string;
+  unit: string;
+  groups: { label: string; values: Partial<Record<Series, number | null>> }[];
+}
+
+const COLORS: Record<Series, string> = { parley: '#2563eb', baseline: '#f97316', direct: '#6b7280' };
+const SERIES: Series[] = ['parley', 'baseline', 'direct'];
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+function label(v: number): string {
+  const a = Math.abs(v);
+  if (a >= 10_000) return Math.round(v).toLocaleString('en-US');
+  if (a >= 100) return v.toFixed(0);
+  if (a >= 10) return v.toFixed(1);
+  return v.toFixed(2);
+}
+
+/** Panels stacked vertically; each has its own linear axis from min(0, values) to max(0, values). */
+export function barChart(title: string, panels: Panel[]): string {
+  const width = 960;
+  const panelH = 260;
+  const top = 40;
+  const left = 70;
+  const right = 20;
+  const plotH = 170;
+  const height = top + panels.length * panelH + 30;
+  const out: string[] = [];
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`);
+  out.push(`<rect width="100%" height="100%" fill="white"/>`);
+  out.push(`<text x="${width / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">${esc(title)}</text>`);
+  // Legend
+  SERIES.forEach((s, i) => {
+    const x = width - right - 300 + i * 100;
+    out.push(`<rect x="${x}" y="${height - 22}" width="12" height="12" fill="${COLORS[s]}"/><text x="${x + 16}" y="${height - 12}">${s === 'direct' ? 'direct upstream' : s}</text>`);
+  });
+  panels.forEach((p, pi) => {
+    const y0 = top + pi * panelH;
+    out.push(`<text x="${left}" y="${y0 + 16}" font-size="12" font-weight="bold">${esc(p.title)} (${esc(p.unit)})</text>`);
+    const vals = p.groups.flatMap((g) => SERIES.map((s) => g.values[s]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v)));
+    const hi = Math.max(0, ...vals);
+    const lo = Math.min(0, ...vals);
+    const span = hi - lo || 1;
+    const plotTop = y0 + 30;
+    const yOf = (v: number) => plotTop + ((hi - v) / span) * plotH;
+    const zeroY = yOf(0);
+    const plotW = width - left - right;
+    out.push(`<line x1="${left}" y1="${zeroY}" x2="${width - right}" y2="${zeroY}" stroke="#111"/>`);
+    out.push(`<line x1="${left}" y1="${plotTop}" x2="${left}" y2="${plotTop + plotH}" stroke="#999"/>`);
+    for (const t of [lo, (lo + hi) / 2, hi]) {
+      out.push(`<text x="${left - 6}" y="${yOf(t) + 4}" text-anchor="end" fill="#555">${label(t)}</text>`);
+      out.push(`<line x1="${left}" y1="${yOf(t)}" x2="${width - right}" y2="${yOf(t)}" stroke="#eee"/>`);
+    }
+    const groupW = plotW / Math.max(1, p.groups.length);
+    const barW = Math.min(40, (groupW - 16) / SERIES.length);
+    p.groups.forEach((g, gi) => {
+      const gx = left + gi * groupW + (groupW - barW * SERIES.length) / 2;
+      SERIES.forEach((s, si) => {
+        const v = g.values[s];
+        const x = gx + si * barW;
+        if (typeof v !== 'number' || !Number.isFinite(v)) {
+          if (s in g.values) out.push(`<text x="${x + barW / 2}" y="${zeroY - 4}" text-anchor="middle" fill="#999">n/a</text>`);
+          return;
+        }
+        const y = Math.min(yOf(v), zeroY);
+        const h = Math.max(1, Math.abs(yOf(v) - zeroY));
+        out.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[s]}"><title>${esc(`${g.label} ${s}: ${label(v)} ${p.unit}`)}</title></rect>`);
+        const ty = v >= 0 ? y - 3 : y + h + 11;
+        out.push(`<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${ty.toFixed(1)}" text-anchor="middle" font-size="9">${label(v)}</text>`);
+      });
+      out.push(`<text x="${left + gi * groupW + groupW / 2}" y="${plotTop + plotH + 16}" text-anchor="middle">${esc(g.label)}</text>`);
+    });
+  });
+  out.push('</svg>');
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,116 @@
+/**
+ * The benchmark runner: `npm run bench` (everything), `npm run bench -- <name> [<name>...]`, `--smoke`
+ * (a seconds-long run for CI). Spawns the mock upstream, Parley, the baseline and the load generator as
+ * separate processes, prints a table per benchmark and a summary, and writes bench/results/<name>.json
+ * and .svg. bench/README.md explains every row.
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { firstToken } from './benchmarks/first-token.js';
+import { streams } from './benchmarks/streams.js';
+import { connections } from './benchmarks/connections.js';
+import { oneShot } from './benchmarks/one-shot.js';
+import { ingest } from './benchmarks/ingest.js';
+import type { Ctx } from './benchmarks/common.js';
+import { summarizeCpuProfile } from './lib/cpuprofile.js';
+import { machineInfo } from './lib/proc.js';
+import { formatTable, versusBaseline, writeOutcome, type BenchOutcome, type Row } from './lib/report.js';
+
+const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
+  'first-token': firstToken,
+  streams,
+  connections,
+  'one-shot': oneShot,
+  ingest,
+};
+
+const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]
+  (no name: all)  --smoke: seconds-long run (CI)  --cpu-prof: run the Parley server under node --cpu-prof and print
+  its top self-time functions  --levels: stream counts for "streams" (default 100,250,500,1000,2000,3000,4000; smoke 50)
+  --parley-env: extra PARLEY_* variables for the Parley server (e.g. PARLEY_SQLITE_SYNCHRONOUS=normal)`;
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    options: {
+      smoke: { type: 'boolean', default: false },
+      'cpu-prof': { type: 'boolean', default: false },
+      levels: { type: 'string' },
+      'parley-env': { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const names = positionals.length > 0 ? positionals : Object.keys(BENCHMARKS);
+  const unknown = names.filter((n) => !(n in BENCHMARKS));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown benchmark(s): ${unknown.join(', ')}\n${USAGE}\n`);
+    return 2;
+  }
+  const levels = values.levels?.split(',').map((s) => Number(s.trim())).filter((n) => Number.isInteger(n) && n > 0);
+  const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+  const resultsDir = join(root, 'bench', 'results');
+  const profileDir = join(resultsDir, 'profiles');
+  const machine = machineInfo(root);
+  const mode = values.smoke ? 'smoke' : 'full';
+  const t0 = Date.now();
+  const log = (msg: string) => process.stdout.write(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${msg}\n`);
+  log(`Parley benchmarks (${mode}): ${names.join(', ')}`);
+  log(`machine: ${machine.cpus.count}x ${machine.cpus.model}, ${(machine.total_mem_bytes / 2 ** 30).toFixed(1)} GiB, node ${machine.node}, commit ${machine.git_commit}${machine.git_dirty ? ' (dirty tree)' : ''}, open files ${machine.open_files_limit}`);
+  const ctx: Ctx = {
+    root, smoke: values.smoke, levels: levels && levels.length > 0 ? levels : undefined, log,
+    parleyNodeArgs: values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    parleyEnv: Object.fromEntries((values['parley-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+  };
+  if (Object.keys(ctx.parleyEnv).length > 0) log(`Parley env overrides: ${JSON.stringify(ctx.parleyEnv)}`);
+  const all: Row[] = [];
+  let failed = 0;
+  for (const name of names) {
+    const startedAt = new Date().toISOString();
+    const before = Date.now();
+    try {
+      const outcome = await BENCHMARKS[name]!(ctx);
+      const files = writeOutcome(resultsDir, outcome, { machine, mode, startedAt, finishedAt: new Date().toISOString(), argv: process.argv.slice(2) });
+      process.stdout.write(`\n== ${name} (${((Date.now() - before) / 1000).toFixed(1)} s) ==\n${formatTable(outcome.rows)}\n`);
+      for (const n of outcome.notes) process.stdout.write(`  note: ${n}\n`);
+      process.stdout.write(`  wrote ${files.json}, ${files.svg}\n\n`);
+      all.push(...outcome.rows);
+    } catch (err) {
+      failed++;
+      process.stdout.write(`\n== ${name}: FAILED ==\n${err instanceof Error ? err.stack ?? err.message : String(err)}\n\n`);
+    }
+    if (values['cpu-prof']) reportProfiles(profileDir, before);
+  }
+  if (names.length > 1 && all.length > 0) process.stdout.write(`\n== all benchmarks ==\n${formatTable(all)}\n`);
+  const targets = all.filter((r) => r.target);
+  if (targets.length > 0) {
+    process.stdout.write('\nTargets:\n');
+    for (const r of targets) process.stdout.write(`  ${r.target!.pass === null ? 'n/a ' : r.target!.pass ? 'PASS' : 'MISS'}  ${r.target!.text}  (Parley: ${r.parley === null ? '—' : r.parley.toFixed(3)} ${r.unit})\n`);
+    const compared = all.filter((r) => versusBaseline(r) !== null);
+    const behind = compared.filter((r) => versusBaseline(r) === 'behind');
+    process.stdout.write(`  ${behind.length === 0 && compared.length > 0 ? 'PASS' : 'MISS'}  ahead of the baseline in every row (${compared.length - behind.length}/${compared.length} rows ahead or tied${behind.length > 0 ? `; behind in: ${behind.map((r) => `${r.bench} ${r.metric}`).join('; ')}` : ''})\n`);
+  }
+  log(`done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  return failed > 0 ? 1 : 0;
+}
+
+/** Prints the top self-time functions of the Parley CPU profiles written since `sinceMs`. */
+function reportProfiles(dir: string, sinceMs: number): void {
+  if (!existsSync(dir)) return;
+  for (const f of readdirSync(dir).filter((x) => x.endsWith('.cpuprofile'))) {
+    const path = join(dir, f);
+    if (statSync(path).mtimeMs < sinceMs) continue;
+    process.stdout.write(`\nCPU profile ${path}:\n${summarizeCpuProfile(path, 25)}\n`);
+  }
+}
+
+main().then((code) => process.exit(code), (err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});
