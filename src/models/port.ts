@@ -67,13 +67,16 @@ export type ModelPart =
   | { type: 'finish'; reason: ModelFinishReason; passagesUsed?: string[] };
 
 /**
- * A model provider. `stream` yields parts until `finish`. It must stop promptly and throw when `signal`
- * aborts. Failures are thrown as AppError with code `model_unavailable` (upstream refused or broke) or
- * `model_timeout` (no token within the configured time); `finish.passagesUsed` lists the chunk ids the
- * answer drew on when the provider knows (the builtin model does), else the turn cites every passage
- * it handed over.
+ * A model provider. `stream` runs one generation step and hands each part to `onPart` synchronously, in
+ * order, as it arrives (a push interface: the token hot path is one call, not an async-iterator round
+ * trip per token). It resolves after the `finish` part. It rejects with AppError `model_unavailable`
+ * (upstream refused or broke) or `model_timeout` (nothing from the upstream within the configured
+ * time), with the signal's reason when `signal` aborts (promptly, closing the upstream request), and
+ * with `onPart`'s own error if `onPart` throws (the step is then aborted). `finish.passagesUsed` lists
+ * the chunk ids the answer drew on when the provider knows (the builtin model does), else the turn
+ * cites every passage it handed over.
  */
 export interface ModelProvider {
   readonly name: string;
-  stream(input: ModelTurnInput, signal: AbortSignal): AsyncIterable<ModelPart>;
+  stream(input: ModelTurnInput, signal: AbortSignal, onPart: (part: ModelPart) => void): Promise<void>;
 }

@@ -104,6 +104,7 @@ export class ChatService {
     const visitorMessageId = newId('msg');
     const session = this.sessions.open({
       turnId, conversationId: conversation.id, orgId, agent, visitorMessageId, question: input.message,
+      newConversation: created !== undefined,
     });
     session.channel.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
     actor.send({ type: 'turn.requested', turnId });

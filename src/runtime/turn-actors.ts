@@ -63,7 +63,7 @@ export function createTurnActors(deps: TurnActorDeps) {
   const prepare = fromPromise<void, TurnStepInput>(async ({ input }) => {
     const s = sessions.get(input.turnId);
     const [history, passages] = await Promise.all([
-      store.conversations.history(s.conversationId, deps.historyLimit),
+      s.newConversation ? Promise.resolve([]) : store.conversations.history(s.conversationId, deps.historyLimit),
       s.agent.knowledge_base_ids.length > 0 && deps.retrievalK > 0
         ? store.knowledge.search(s.orgId, s.agent.knowledge_base_ids, s.question, deps.retrievalK)
         : Promise.resolve([]),
@@ -92,39 +92,40 @@ export function createTurnActors(deps: TurnActorDeps) {
     let reportedUsage = false;
     s.stepText = '';
     if (s.modelCalledAt === 0) s.modelCalledAt = performance.now();
-    const stream = provider.stream(
+    // The token hot path: each part is handled synchronously inside the provider's data callback.
+    await provider.stream(
       { model: s.agent.model.name, messages: s.messages, passages: s.passages, tools },
       anySignal(signal, s.abort.signal),
+      (part) => {
+        switch (part.type) {
+          case 'text-delta':
+            s.text += part.delta;
+            s.stepText += part.delta;
+            s.channel.emit({ type: 'token', delta: part.delta });
+            if (s.firstTokenAt === 0) {
+              s.firstTokenAt = performance.now();
+              deps.onFirstToken?.(s, {
+                setupMs: s.modelCalledAt - s.acceptedAt,
+                firstTokenMs: s.firstTokenAt - s.acceptedAt,
+                relayMs: part.receivedAt === undefined ? undefined : s.firstTokenAt - part.receivedAt,
+              });
+            }
+            break;
+          case 'tool-call':
+            toolCalls.push(part.call);
+            break;
+          case 'usage':
+            s.inputTokens += part.usage.input_tokens;
+            s.outputTokens += part.usage.output_tokens;
+            reportedUsage = true;
+            break;
+          case 'finish':
+            finishReason = part.reason;
+            if (part.passagesUsed !== undefined) s.passagesUsed = part.passagesUsed;
+            break;
+        }
+      },
     );
-    for await (const part of stream) {
-      switch (part.type) {
-        case 'text-delta':
-          s.text += part.delta;
-          s.stepText += part.delta;
-          s.channel.emit({ type: 'token', delta: part.delta });
-          if (s.firstTokenAt === 0) {
-            s.firstTokenAt = performance.now();
-            deps.onFirstToken?.(s, {
-              setupMs: s.modelCalledAt - s.acceptedAt,
-              firstTokenMs: s.firstTokenAt - s.acceptedAt,
-              relayMs: part.receivedAt === undefined ? undefined : s.firstTokenAt - part.receivedAt,
-            });
-          }
-          break;
-        case 'tool-call':
-          toolCalls.push(part.call);
-          break;
-        case 'usage':
-          s.inputTokens += part.usage.input_tokens;
-          s.outputTokens += part.usage.output_tokens;
-          reportedUsage = true;
-          break;
-        case 'finish':
-          finishReason = part.reason;
-          if (part.passagesUsed !== undefined) s.passagesUsed = part.passagesUsed;
-          break;
-      }
-    }
     if (!reportedUsage) {
       // The provider gave no counts: count them ourselves so usage is never missing.
       s.inputTokens += countMessageTokens(s.messages);

@@ -52,7 +52,9 @@ export class TurnChannel {
   /** Appends an event and delivers it. Events after the terminal one are dropped (a turn ends once). */
   emit(event: StreamEvent): void {
     if (this.endedAt !== 0) return;
-    const entry: ChannelEntry = { seq: this.entries.length + 1, event, json: JSON.stringify(event) };
+    // Tokens are most of the traffic: their JSON is built directly rather than by walking the object.
+    const json = event.type === 'token' ? `{"type":"token","delta":${JSON.stringify(event.delta)}}` : JSON.stringify(event);
+    const entry: ChannelEntry = { seq: this.entries.length + 1, event, json };
     this.entries.push(entry);
     const terminal = isTerminal(event);
     if (terminal) this.endedAt = Date.now();

@@ -14,6 +14,8 @@ export interface TurnSession {
   agent: AgentRecord;
   visitorMessageId: string;
   question: string;
+  /** The conversation was created by this turn's message: it has no history to load. */
+  newConversation: boolean;
   channel: TurnChannel;
   /** Aborted on shutdown past the grace period. */
   abort: AbortController;

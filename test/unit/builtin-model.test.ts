@@ -51,10 +51,10 @@ async function collect(
 ): Promise<{ parts: ModelPart[]; text: string; deltas: string[] }> {
   const parts: ModelPart[] = [];
   const deltas: string[] = [];
-  for await (const p of createBuiltinModel().stream(turn, signal)) {
+  await createBuiltinModel().stream(turn, signal, (p) => {
     parts.push(p);
     if (p.type === 'text-delta') deltas.push(p.delta);
-  }
+  });
   return { parts, text: deltas.join(''), deltas };
 }
 
@@ -164,12 +164,10 @@ describe('builtin model', () => {
     const ac = new AbortController();
     const model = createBuiltinModel({ wordDelayMs: 5 });
     const seen: ModelPart[] = [];
-    const run = (async () => {
-      for await (const p of model.stream(input('How does the HTTP agent reuse connections?'), ac.signal)) {
-        seen.push(p);
-        if (seen.length === 2) ac.abort(new Error('client went away'));
-      }
-    })();
+    const run = model.stream(input('How does the HTTP agent reuse connections?'), ac.signal, (p) => {
+      seen.push(p);
+      if (seen.length === 2) ac.abort(new Error('client went away'));
+    });
     await expect(run).rejects.toThrow('client went away');
     expect(seen.length).toBe(2);
     expect(seen.some((p) => p.type === 'finish' || p.type === 'usage')).toBe(false);
@@ -193,9 +191,9 @@ describe('builtin model', () => {
     const timer = setInterval(() => ticks++, 0);
     const model = createBuiltinModel({ wordDelayMs: 2 });
     let words = 0;
-    for await (const p of model.stream(input('How does the HTTP agent reuse connections?'), new AbortController().signal)) {
+    await model.stream(input('How does the HTTP agent reuse connections?'), new AbortController().signal, (p) => {
       if (p.type === 'text-delta') words++;
-    }
+    });
     clearInterval(timer);
     expect(words).toBeGreaterThan(5);
     expect(ticks).toBeGreaterThan(0);

@@ -321,7 +321,7 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 /**
  * Create the `builtin` model provider.
  *
- * `stream(input, signal)`:
+ * `stream(input, signal, onPart)`:
  * - Question = the last `user` message. Terms = its lower-cased words minus stopwords and words of
  *   <= 2 chars, lightly stemmed (`streams` matches `streaming`).
  * - Each passage (best first) is split into sentences; a sentence scores the number of distinct terms it
@@ -331,14 +331,14 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
  *   in `input.passages`). With 2+ sentences the answer starts with `Here is what the knowledge base says:`.
  * - A greeting/thanks without terms gets a short friendly reply; otherwise no matching sentence gives
  *   exactly `I could not find anything about that in the knowledge base.` with no citations.
- * - Yields one `text-delta` per word including its trailing whitespace (deltas concatenate to the answer),
- *   yielding to the event loop between words (`setImmediate`, or `setTimeout(wordDelayMs)` when > 0);
+ * - Emits one `text-delta` per word including its trailing whitespace (deltas concatenate to the answer),
+ *   returning to the event loop between words (`setImmediate`, or `setTimeout(wordDelayMs)` when > 0);
  *   then `usage` {input_tokens: countMessageTokens(messages) + tokens of all passage texts, output_tokens:
  *   countTokens(answer)} and `finish` {reason: 'stop', passagesUsed: chunk ids of the cited passages, in
  *   passage order}. When `input.maxOutputTokens` is set and the answer is longer, it is cut to whole words
  *   within the cap and finish reason is `length` (passagesUsed then lists only markers still present).
  * - Never calls tools. Deterministic: same input, same parts (history and earlier answers are ignored).
- * - Throws `signal.reason` (or an Error named `AbortError`) when `signal` is aborted, checked before
+ * - Rejects with `signal.reason` (or an Error named `AbortError`) when `signal` is aborted, checked before
  *   every word, and stops promptly during a word delay.
  *
  * @param opts.wordDelayMs pause between words in ms (default 0).
@@ -347,7 +347,7 @@ export function createBuiltinModel(opts: BuiltinModelOptions = {}): ModelProvide
   const wordDelayMs = Math.max(0, opts.wordDelayMs ?? 0);
   return {
     name: 'builtin',
-    async *stream(input: ModelTurnInput, signal: AbortSignal): AsyncGenerator<ModelPart> {
+    async stream(input: ModelTurnInput, signal: AbortSignal, onPart: (part: ModelPart) => void): Promise<void> {
       if (signal.aborted) throw abortError(signal);
       const composed = compose(input);
       let answer = composed.text;
@@ -365,26 +365,26 @@ export function createBuiltinModel(opts: BuiltinModelOptions = {}): ModelProvide
       const parts = answer.match(/\S+\s*/g) ?? [];
       for (const delta of parts) {
         if (signal.aborted) throw abortError(signal);
-        yield { type: 'text-delta', delta };
+        onPart({ type: 'text-delta', delta });
         await pause(wordDelayMs, signal);
       }
       if (signal.aborted) throw abortError(signal);
 
       let passageTokens = 0;
       for (const p of input.passages) passageTokens += countTokens(p.text);
-      yield {
+      onPart({
         type: 'usage',
         usage: {
           input_tokens: countMessageTokens(input.messages) + passageTokens,
           output_tokens: countTokens(answer),
         },
-      };
+      });
       const passagesUsed: string[] = [];
       for (const i of cited) {
         const id = input.passages[i]?.chunk_id;
         if (id !== undefined && !passagesUsed.includes(id)) passagesUsed.push(id);
       }
-      yield { type: 'finish', reason, passagesUsed };
+      onPart({ type: 'finish', reason, passagesUsed });
     },
   };
 }

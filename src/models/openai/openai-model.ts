@@ -5,7 +5,7 @@
  * It is the hot path, so it holds one undici keep-alive `Pool` for the upstream origin and parses the
  * SSE body itself with eventsource-parser; no SDK in between.
  */
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { AppError } from '../../errors/app-error.js';
 import type {
@@ -84,8 +84,6 @@ const MAX_ERROR_BODY = 16 * 1024;
 /** Characters of the upstream's error message kept in ours. */
 const MAX_UPSTREAM_MESSAGE = 200;
 
-const noop = (): void => {};
-
 /**
  * Creates the `openai` provider for one OpenAI-compatible endpoint.
  *
@@ -133,7 +131,7 @@ export function createOpenAIProvider(opts: OpenAIProviderOptions): OpenAIProvide
   };
   return {
     name: 'openai',
-    stream: (input, signal) => streamStep(ctx, input, signal),
+    stream: (input, signal, onPart) => streamStep(ctx, input, signal, onPart),
     close: () => pool.destroy(),
   };
 }
@@ -152,135 +150,146 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
-async function* streamStep(ctx: StreamContext, input: ModelTurnInput, signal: AbortSignal): AsyncGenerator<ModelPart> {
-  if (signal.aborted) throw abortReason(signal);
-
-  const ac = new AbortController();
-  let timedOut = false;
-  // Idle timer, lazily re-armed: events only stamp `lastActivity`; the timer checks it when it fires.
-  let lastActivity = performance.now();
-  let consumerHolds = false;
-  let timer: NodeJS.Timeout | undefined;
-  const onIdle = (): void => {
-    timer = undefined;
-    const idle = performance.now() - lastActivity;
-    if (consumerHolds || idle < ctx.timeoutMs) {
-      timer = setTimeout(onIdle, consumerHolds ? ctx.timeoutMs : ctx.timeoutMs - idle);
-      return;
-    }
-    timedOut = true;
-    ac.abort(new AppError('model_timeout', `Model upstream sent nothing for ${ctx.timeoutMs} ms.`));
-  };
-  timer = setTimeout(onIdle, ctx.timeoutMs);
-  const onAbort = (): void => ac.abort(abortReason(signal));
-  signal.addEventListener('abort', onAbort, { once: true });
-
-  /** Any failure as what the caller must see: its own abort, our timeout, or model_unavailable. */
-  const toFailure = (err: unknown): unknown => {
-    if (signal.aborted) return abortReason(signal);
-    if (timedOut) {
-      ctx.logger?.warn({ model: input.model, timeoutMs: ctx.timeoutMs }, 'model upstream idle timeout');
-      return new AppError('model_timeout', `Model upstream sent nothing for ${ctx.timeoutMs} ms.`);
-    }
-    if (err instanceof AppError) return err;
-    const code = errorCode(err);
-    ctx.logger?.warn({ model: input.model, code }, 'model upstream connection failed');
-    return new AppError('model_unavailable', `Model upstream connection failed (${code}).`, { cause: err });
-  };
-
-  let finishYielded = false;
-  try {
-    let res: Awaited<ReturnType<Pool['request']>>;
-    try {
-      res = await ctx.pool.request({
-        path: ctx.path,
-        method: 'POST',
-        headers: ctx.headers,
-        body: JSON.stringify(buildRequest(input)),
-        signal: ac.signal,
-      });
-    } catch (err) {
-      throw toFailure(err);
-    }
-    const body = res.body;
-    body.on('error', noop); // errors surface through iteration; never as an unhandled 'error' event
-
-    if (res.statusCode < 200 || res.statusCode > 299) {
-      let text = '';
-      try {
-        text = await readLimited(body, MAX_ERROR_BODY);
-      } catch (err) {
-        throw toFailure(err);
-      }
-      const upstreamMessage = redact(extractErrorMessage(text), ctx.apiKey).slice(0, MAX_UPSTREAM_MESSAGE);
-      ctx.logger?.warn({ model: input.model, status: res.statusCode }, 'model upstream returned an error status');
-      throw new AppError(
-        'model_unavailable',
-        `Model upstream returned HTTP ${res.statusCode}${upstreamMessage ? `: ${upstreamMessage}` : '.'}`,
-      );
-    }
-
+/**
+ * One step on undici's dispatch handler API: no Readable stream and no async iteration per token, so a
+ * token costs one parse and one synchronous `onPart` call inside the socket's data callback.
+ */
+function streamStep(ctx: StreamContext, input: ModelTurnInput, signal: AbortSignal, onPart: (part: ModelPart) => void): Promise<void> {
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    let controller: Dispatcher.DispatchController | undefined;
+    /** An abort requested before undici handed us the controller. */
+    let pendingAbort: Error | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let lastActivity = performance.now();
+    let status = 0;
+    let errorBody = '';
+    let errorBytes = 0;
     const acc = new StepAccumulator(ctx.apiKey);
+    const decoder = new TextDecoder('utf-8');
     const parser = createParser({
       maxBufferSize: MAX_SSE_BUFFER,
       onEvent(ev: EventSourceMessage) {
-        lastActivity = performance.now();
         acc.onEvent(ev.data);
       },
       onError(err) {
         if (err.type === 'max-buffer-size-exceeded') acc.fail('Model upstream sent an oversized SSE event.');
       },
     });
-    const decoder = new TextDecoder('utf-8');
+
+    const finish = (err?: unknown): void => {
+      if (settled) return;
+      settled = true;
+      if (timer !== undefined) clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    /** Stops the request (closing its socket) and fails the step with `err`. */
+    const fail = (err: unknown): void => {
+      if (settled) return;
+      const reason = err instanceof Error ? err : new Error(String(err));
+      finish(err); // first: the abort below may call onResponseError synchronously
+      if (controller) controller.abort(reason);
+      else pendingAbort = reason;
+    };
+    const onAbort = (): void => fail(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    // Idle timer, lazily re-armed: data only stamps `lastActivity`; the timer checks it when it fires.
+    const onIdle = (): void => {
+      timer = undefined;
+      const idle = performance.now() - lastActivity;
+      if (idle < ctx.timeoutMs) {
+        timer = setTimeout(onIdle, ctx.timeoutMs - idle);
+        return;
+      }
+      ctx.logger?.warn({ model: input.model, timeoutMs: ctx.timeoutMs }, 'model upstream idle timeout');
+      fail(new AppError('model_timeout', `Model upstream sent nothing for ${ctx.timeoutMs} ms.`));
+    };
+    timer = setTimeout(onIdle, ctx.timeoutMs);
+
+    /** Hands queued parts to the consumer; a consumer that throws ends the step with its error. */
+    const deliver = (): boolean => {
+      if (acc.pending.length === 0) return true;
+      const batch = acc.pending.splice(0);
+      for (const part of batch) {
+        try {
+          onPart(part);
+        } catch (err) {
+          fail(err);
+          return false;
+        }
+        if (settled) return false;
+      }
+      return true;
+    };
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (pendingAbort) c.abort(pendingAbort);
+      },
+      onResponseStart(_c, statusCode) {
+        status = statusCode;
+        lastActivity = performance.now();
+      },
+      onResponseData(c, chunk) {
+        if (settled) return;
+        const now = performance.now();
+        lastActivity = now;
+        if (status < 200 || status > 299) {
+          if (errorBytes < MAX_ERROR_BODY) errorBody += decoder.decode(chunk.subarray(0, MAX_ERROR_BODY - errorBytes), { stream: true });
+          errorBytes += chunk.byteLength;
+          return;
+        }
+        if (acc.done) return; // after [DONE]: the rest is drained unread so the socket goes back to the pool
+        acc.chunkAt = now;
+        parser.feed(decoder.decode(chunk, { stream: true }));
+        if (!deliver()) return;
+        if (acc.failure) {
+          ctx.logger?.warn({ model: input.model }, 'model upstream stream was malformed');
+          fail(acc.failure);
+        }
+      },
+      onResponseEnd() {
+        if (settled) return;
+        if (status < 200 || status > 299) {
+          const upstreamMessage = redact(extractErrorMessage(errorBody + decoder.decode()), ctx.apiKey).slice(0, MAX_UPSTREAM_MESSAGE);
+          ctx.logger?.warn({ model: input.model, status }, 'model upstream returned an error status');
+          finish(new AppError('model_unavailable', `Model upstream returned HTTP ${status}${upstreamMessage ? `: ${upstreamMessage}` : '.'}`));
+          return;
+        }
+        if (!acc.done) {
+          // Body ended without [DONE]: complete only if the choice had finished.
+          const tail = acc.endOfBody();
+          if (tail === undefined) {
+            ctx.logger?.warn({ model: input.model }, 'model upstream stream ended before finishing');
+            finish(new AppError('model_unavailable', 'Model upstream ended the stream before finishing.'));
+            return;
+          }
+          acc.pending.push(...tail);
+        }
+        if (deliver()) finish();
+      },
+      onResponseError(_c, err) {
+        if (settled) return;
+        if (err instanceof AppError) { finish(err); return; }
+        if (signal.aborted) { finish(abortReason(signal)); return; }
+        // A stream that already delivered its finish part is complete, whatever happens to the socket.
+        if (acc.done) { finish(); return; }
+        const code = errorCode(err);
+        ctx.logger?.warn({ model: input.model, code }, 'model upstream connection failed');
+        finish(new AppError('model_unavailable', `Model upstream connection failed (${code}).`, { cause: err }));
+      },
+    };
 
     try {
-      for await (const chunk of body as AsyncIterable<Uint8Array>) {
-        if (acc.done) continue; // after [DONE]: drain the rest so the keep-alive socket returns to the pool
-        acc.chunkAt = performance.now();
-        parser.feed(decoder.decode(chunk, { stream: true }));
-        if (acc.pending.length > 0) {
-          // Parts that arrived before a protocol failure are still delivered, then the failure is thrown.
-          const batch = acc.pending.splice(0);
-          for (const part of batch) {
-            consumerHolds = true;
-            yield part;
-            consumerHolds = false;
-            lastActivity = performance.now();
-            if (part.type === 'finish') finishYielded = true;
-            if (signal.aborted) throw abortReason(signal);
-          }
-        }
-        if (acc.failure) throw acc.failure;
-      }
+      ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers: ctx.headers, body: JSON.stringify(buildRequest(input)) }, handler);
     } catch (err) {
-      if (finishYielded) return; // the answer is complete; a failure while draining does not matter
-      throw toFailure(err);
+      finish(new AppError('model_unavailable', `Model upstream connection failed (${errorCode(err)}).`, { cause: err }));
     }
-    if (finishYielded) {
-      // undici hands the socket back to the pool one tick after the body ends; waiting for it lets a
-      // next step started right away (the tool loop) reuse this keep-alive connection.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      return;
-    }
-    // Body ended without [DONE]: complete only if the choice had finished.
-    const tail = acc.endOfBody();
-    if (tail === undefined) {
-      ctx.logger?.warn({ model: input.model }, 'model upstream stream ended before finishing');
-      throw new AppError('model_unavailable', 'Model upstream ended the stream before finishing.');
-    }
-    finishYielded = true; // the body is complete: nothing left to abort
-    for (const part of tail) {
-      consumerHolds = true;
-      yield part;
-      consumerHolds = false;
-      if (signal.aborted) throw abortReason(signal);
-    }
-  } finally {
-    if (timer !== undefined) clearTimeout(timer);
-    signal.removeEventListener('abort', onAbort);
-    // Aborting after completion is a no-op; before completion it destroys the socket (never left open).
-    if (!finishYielded) ac.abort(new Error('model stream closed'));
-  }
+  });
 }
 
 /**
@@ -477,19 +486,6 @@ function passagesPrompt(passages: Passage[]): string {
   );
 }
 
-/** Reads at most `limit` bytes of a body as UTF-8, then stops (destroying the rest). */
-async function readLimited(body: AsyncIterable<Uint8Array>, limit: number): Promise<string> {
-  const decoder = new TextDecoder('utf-8');
-  let text = '';
-  let bytes = 0;
-  for await (const chunk of body) {
-    const room = limit - bytes;
-    text += decoder.decode(chunk.byteLength > room ? chunk.subarray(0, room) : chunk, { stream: true });
-    bytes += chunk.byteLength;
-    if (bytes >= limit) break;
-  }
-  return text + decoder.decode();
-}
 
 /** `error.message` of an OpenAI-style error body, else `message`/`error` strings, else the raw text. */
 function extractErrorMessage(text: string): string {
