@@ -1,6 +1,7 @@
 /** Shared pieces of the benchmarks: the run context, request targets, rows helpers. */
 import type { TargetSpec } from '../lib/raw-client.js';
-import type { BaselineProc, MockProc, ParleyProc } from '../lib/processes.js';
+import { startLoadGen, type LoadGen } from '../lib/loadgen-client.js';
+import { startBaselineServer, startMock, startParleyServer, type BaselineProc, type MockOptions, type MockProc, type ParleyProc } from '../lib/processes.js';
 import type { Row } from '../lib/report.js';
 import type { Summary } from '../lib/stats.js';
 
@@ -84,4 +85,25 @@ export async function stopAll(procs: ({ stop(graceMs?: number): Promise<void> } 
 /** Options for startParleyServer: the mock as upstream, the run's node flags and env overrides. */
 export function parleyOptions(ctx: Ctx, upstreamUrl: string | undefined, env: Record<string, string> = {}) {
   return { ...(upstreamUrl ? { upstreamUrl } : {}), nodeArgs: ctx.parleyNodeArgs, env: { ...env, ...ctx.parleyEnv } };
+}
+
+/** The processes of a side-by-side run: the mock upstream, Parley and the baseline on it, the load generator. */
+export interface Rig {
+  mock: MockProc;
+  parley: ParleyProc;
+  baseline: BaselineProc;
+  loadgen: LoadGen;
+  /** Stops all four (load generator first). */
+  stop(): Promise<void>;
+}
+
+/** Starts the mock with `mockOptions`, then Parley, the baseline and the load generator in parallel. */
+export async function startRig(ctx: Ctx, mockOptions: MockOptions): Promise<Rig> {
+  const mock = await startMock(ctx.root, mockOptions);
+  const [parley, baseline, loadgen] = await Promise.all([
+    startParleyServer(ctx.root, parleyOptions(ctx, mock.url)),
+    startBaselineServer(ctx.root, mock.url),
+    startLoadGen(ctx.root),
+  ]);
+  return { mock, parley, baseline, loadgen, stop: () => stopAll([loadgen, parley, baseline, mock]) };
 }

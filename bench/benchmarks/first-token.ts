@@ -5,13 +5,11 @@
  * Higher concurrency: open loop at a constant arrival rate = C / stream duration (Little's law), in
  * windows interleaved across targets.
  */
-import { startLoadGen } from '../lib/loadgen-client.js';
 import type { OpenLoopResult, SequentialResult } from '../lib/loadgen.js';
-import { startBaselineServer, startMock, startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
 import type { Panel } from '../lib/svg.js';
 import { diffSummary, type Summary } from '../lib/stats.js';
-import { baselineTarget, directTarget, parleyTarget, percentileRows, stopAll, parleyOptions, type Ctx, type TargetName } from './common.js';
+import { baselineTarget, directTarget, parleyTarget, percentileRows, startRig, type Ctx, type TargetName } from './common.js';
 
 export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
   const smoke = ctx.smoke;
@@ -28,12 +26,8 @@ export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
     levels: levels.map((c) => ({ concurrency: c, rate_per_s: c / streamS, window_ms: windowMs(c), rounds })),
     latency_from: 'scheduled send time (open loop) / write of the request (concurrency 1)',
   };
-  const mock = await startMock(ctx.root, { ttftMs: 0, deltas, intervalMs });
-  const [parley, baseline, loadgen] = await Promise.all([
-    startParleyServer(ctx.root, parleyOptions(ctx, mock.url)),
-    startBaselineServer(ctx.root, mock.url),
-    startLoadGen(ctx.root),
-  ]);
+  const rig = await startRig(ctx, { ttftMs: 0, deltas, intervalMs });
+  const { mock, parley, baseline, loadgen } = rig;
   try {
     const agentLong = await parley.createAgent('bench');
     const agentShort = await parley.createAgent('mock-deltas-2');
@@ -115,6 +109,6 @@ export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
       ],
     };
   } finally {
-    await stopAll([loadgen, parley, baseline, mock]);
+    await rig.stop();
   }
 }

@@ -2,13 +2,11 @@
  * one-shot: requests/s and latency of one-shot chat (stream=false) against the zero-latency mock, in a
  * closed loop of 64 keep-alive connections for a fixed time, targets interleaved in rounds.
  */
-import { startLoadGen } from '../lib/loadgen-client.js';
 import type { OneShotResult } from '../lib/loadgen.js';
 import { CpuMeter } from '../lib/proc.js';
-import { startBaselineServer, startMock, startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
 import { Samples } from '../lib/stats.js';
-import { baselineTarget, directTarget, flagCeiling, parleyTarget, percentileRows, sleep, stopAll, TARGETS, parleyOptions, type Ctx, type TargetName } from './common.js';
+import { baselineTarget, directTarget, flagCeiling, parleyTarget, percentileRows, sleep, startRig, TARGETS, type Ctx, type TargetName } from './common.js';
 
 export async function oneShot(ctx: Ctx): Promise<BenchOutcome> {
   const smoke = ctx.smoke;
@@ -16,12 +14,8 @@ export async function oneShot(ctx: Ctx): Promise<BenchOutcome> {
   const durationMs = smoke ? 1500 : 10_000;
   const rounds = 1;
   const config = { mock: 'zero latency (no TTFT, "You said: hello" as word deltas)', connections, duration_ms_per_window: durationMs, rounds };
-  const mock = await startMock(ctx.root, { ttftMs: 0 });
-  const [parley, baseline, loadgen] = await Promise.all([
-    startParleyServer(ctx.root, parleyOptions(ctx, mock.url)),
-    startBaselineServer(ctx.root, mock.url),
-    startLoadGen(ctx.root),
-  ]);
+  const rig = await startRig(ctx, { ttftMs: 0 });
+  const { mock, parley, baseline, loadgen } = rig;
   try {
     const agent = await parley.createAgent('bench');
     const specs = { direct: directTarget(mock, 'bench', false), parley: parleyTarget(parley, agent, false), baseline: baselineTarget(baseline, 'bench', false) };
@@ -82,6 +76,6 @@ export async function oneShot(ctx: Ctx): Promise<BenchOutcome> {
       ],
     };
   } finally {
-    await stopAll([loadgen, parley, baseline, mock]);
+    await rig.stop();
   }
 }

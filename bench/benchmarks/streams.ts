@@ -4,13 +4,11 @@
  * a target fails; each level keeps `level` streams running back to back on keep-alive connections
  * for a fixed time. Reports added inter-token gap, tokens/s, frames/s and CPU per relayed token.
  */
-import { startLoadGen } from '../lib/loadgen-client.js';
 import type { StreamsResult } from '../lib/loadgen.js';
 import { CpuMeter, tcpCounters, tcpDelta } from '../lib/proc.js';
-import { startBaselineServer, startMock, startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
 import type { Panel } from '../lib/svg.js';
-import { baselineTarget, directTarget, flagCeiling, parleyTarget, sleep, stopAll, TARGETS, parleyOptions, type Ctx, type TargetName } from './common.js';
+import { baselineTarget, directTarget, flagCeiling, parleyTarget, sleep, startRig, TARGETS, type Ctx, type TargetName } from './common.js';
 
 interface LevelResult extends StreamsResult {
   level: number;
@@ -37,12 +35,8 @@ export async function streams(ctx: Ctx): Promise<BenchOutcome> {
     stall_threshold_ms: stallMs, max_error_rate: 0.001,
     gap_definition: 'client-observed gap between consecutive tokens minus the 20 ms pacing, from the token2->token3 gap on (token1->token2 depends on the shared tick phase)',
   };
-  const mock = await startMock(ctx.root, { ttftMs: 0, deltas, intervalMs });
-  const [parley, baseline, loadgen] = await Promise.all([
-    startParleyServer(ctx.root, parleyOptions(ctx, mock.url)),
-    startBaselineServer(ctx.root, mock.url),
-    startLoadGen(ctx.root),
-  ]);
+  const rig = await startRig(ctx, { ttftMs: 0, deltas, intervalMs });
+  const { mock, parley, baseline, loadgen } = rig;
   try {
     const agent = await parley.createAgent('bench');
     const warm = await parley.createAgent('mock-deltas-2');
@@ -142,6 +136,6 @@ export async function streams(ctx: Ctx): Promise<BenchOutcome> {
     ];
     return { name: 'streams', rows, config, results: { levels: byTarget, reference_level: refLevel }, charts, notes };
   } finally {
-    await stopAll([loadgen, parley, baseline, mock]);
+    await rig.stop();
   }
 }

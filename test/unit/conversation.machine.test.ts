@@ -355,30 +355,8 @@ describe('conversation machine: closed', () => {
 });
 
 describe('conversation machine: cancel', () => {
-  it('turn.cancel is forwarded to the running turn as cancel', async () => {
-    const received: string[] = [];
-    const turn = setup({ types: { input: {} as TurnInput, events: {} as { type: 'cancel' } } }).createMachine({
-      context: ({ input }) => ({ turnId: input.turnId }),
-      initial: 'running',
-      states: {
-        running: { on: { cancel: { target: 'done', actions: () => received.push('cancel') } } },
-        done: { type: 'final' },
-      },
-      output: ({ context }): TurnOutput => ({ turnId: context.turnId, outcome: 'succeeded', finishReason: 'cancelled' }),
-    });
-    const logic = conversationMachine.provide({ actors: { turn: turn as unknown as AnyActorLogic } as never });
-    const actor = createActor(logic, { input: BASE_INPUT, clock: new SimulatedClock() });
-    actor.start();
-    actor.send({ type: 'turn.requested', turnId: 't1' });
-    actor.send({ type: 'turn.accepted', turnId: 't1' });
-    actor.send({ type: 'turn.cancel' });
-    const snap = await waitFor(actor, (s) => s.value === 'idle', { timeout: 2_000 });
-    expect(received).toEqual(['cancel']);
-    expect(snap.context.lastTurn).toEqual({ turnId: 't1', outcome: 'succeeded', finishReason: 'cancelled' });
-  });
-
-  it('withdrawing the running turn (its message could not be stored) cancels it; a queued one is just dropped', async () => {
-    const received: string[] = [];
+  /** A conversation whose turns run until cancelled, recording `cancel <turnId>` in `received`. */
+  function withCancellableTurns(received: string[]) {
     const turn = setup({ types: { input: {} as TurnInput, events: {} as { type: 'cancel' } } }).createMachine({
       context: ({ input }) => ({ turnId: input.turnId }),
       initial: 'running',
@@ -389,7 +367,24 @@ describe('conversation machine: cancel', () => {
       output: ({ context }): TurnOutput => ({ turnId: context.turnId, outcome: 'succeeded', finishReason: 'cancelled' }),
     });
     const logic = conversationMachine.provide({ actors: { turn: turn as unknown as AnyActorLogic } as never });
-    const actor = createActor(logic, { input: BASE_INPUT, clock: new SimulatedClock() });
+    return createActor(logic, { input: BASE_INPUT, clock: new SimulatedClock() });
+  }
+
+  it('turn.cancel is forwarded to the running turn as cancel', async () => {
+    const received: string[] = [];
+    const actor = withCancellableTurns(received);
+    actor.start();
+    actor.send({ type: 'turn.requested', turnId: 't1' });
+    actor.send({ type: 'turn.accepted', turnId: 't1' });
+    actor.send({ type: 'turn.cancel' });
+    const snap = await waitFor(actor, (s) => s.value === 'idle', { timeout: 2_000 });
+    expect(received).toEqual(['cancel t1']);
+    expect(snap.context.lastTurn).toEqual({ turnId: 't1', outcome: 'succeeded', finishReason: 'cancelled' });
+  });
+
+  it('withdrawing the running turn (its message could not be stored) cancels it; a queued one is just dropped', async () => {
+    const received: string[] = [];
+    const actor = withCancellableTurns(received);
     actor.start();
     actor.send({ type: 'turn.requested', turnId: 't1' });
     actor.send({ type: 'turn.accepted', turnId: 't1' });
