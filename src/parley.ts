@@ -4,7 +4,7 @@ import { KnowledgeService } from './knowledge/knowledge-service.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { createModelRegistry } from './models/registry.js';
-import { warmTokenizer } from './models/tokenizer.js';
+import { createWorkerTokenCounter } from './models/token-counter.js';
 import { ChatService } from './runtime/chat-service.js';
 import { EventBus } from './runtime/event-bus.js';
 import type { Store } from './store/ports.js';
@@ -43,14 +43,14 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const store = opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous });
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
+  const tokens = createWorkerTokenCounter();
   const models = createModelRegistry({
-    openai: config.openai, modelTimeoutMs: config.modelTimeoutMs, builtinWordDelayMs: config.builtinWordDelayMs, logger,
+    openai: config.openai, modelTimeoutMs: config.modelTimeoutMs, builtinWordDelayMs: config.builtinWordDelayMs, tokens, logger,
   });
-  warmTokenizer();
   const pool = new IngestionPool({ threads: config.ingestWorkers, onError: (err) => logger.error({ err }, 'ingestion worker error') });
   const knowledge = new KnowledgeService(store, pool, bus, logger);
   const chat = new ChatService({
-    store, models, bus, logger,
+    store, models, tokens, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
     retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs,
     onFirstToken: (session, t) => {
@@ -87,6 +87,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
         await knowledge.settled();
         await pool.close();
         await models.close();
+        await tokens.close();
         await store.close();
         logger.info('stopped');
       })();

@@ -2,9 +2,7 @@
  * The ingestion worker pool: a fixed-size Piscina pool running src/knowledge/ingest.worker.ts
  * (compiled) so that parsing and chunking never block the event loop.
  */
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { compiledWorkerUrl } from '../runtime/worker-file.js';
 import { Piscina } from 'piscina';
 import type { IngestResult, IngestTask } from './types.js';
 
@@ -39,13 +37,7 @@ export interface IngestRunOptions {
  * @throws Error when the compiled worker does not exist (run `npm run build`).
  */
 export function resolveIngestWorkerUrl(): URL {
-  if (import.meta.url.endsWith('.js')) return new URL('./ingest.worker.js', import.meta.url);
-  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const file = path.join(root, 'dist', 'src', 'knowledge', 'ingest.worker.js');
-  if (!existsSync(file)) {
-    throw new Error(`ingestion worker ${file} not found: run \`npm run build\` first (the worker runs compiled JavaScript)`);
-  }
-  return pathToFileURL(file);
+  return compiledWorkerUrl(import.meta.url, 'ingest.worker.js');
 }
 
 /**

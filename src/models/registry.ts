@@ -3,6 +3,7 @@ import type { Logger } from '../log/logger.js';
 import { createBuiltinModel } from './builtin/builtin-model.js';
 import { createOpenAIProvider } from './openai/openai-model.js';
 import type { ModelProvider } from './port.js';
+import type { TokenCounter } from './token-counter.js';
 
 /** The model providers configured on this server (API.md "Agents": never configured through the API). */
 export interface ModelRegistry {
@@ -21,10 +22,11 @@ export function createModelRegistry(opts: {
   openai: { baseUrl: string; apiKey: string | undefined; connections: number } | undefined;
   modelTimeoutMs: number;
   builtinWordDelayMs: number;
+  tokens: TokenCounter;
   logger: Logger;
 }): ModelRegistry {
   const providers = new Map<string, ModelProvider & { close?: () => Promise<void> }>();
-  providers.set('builtin', createBuiltinModel({ wordDelayMs: opts.builtinWordDelayMs }));
+  providers.set('builtin', createBuiltinModel({ wordDelayMs: opts.builtinWordDelayMs, tokens: opts.tokens }));
   if (opts.openai) {
     providers.set('openai', createOpenAIProvider({
       baseUrl: opts.openai.baseUrl,

@@ -1,8 +1,8 @@
 /**
  * Token counting for usage accounting and budgets. Uses the `o200k_base` BPE (the encoding of the
  * gpt-4o / o-series model family) through js-tiktoken's lite build, so only that one rank table is
- * loaded. The encoder is built on first use (parsing the ranks takes several hundred milliseconds; see
- * `warmTokenizer`) and reused.
+ * loaded. The encoder is built on first use (parsing the ranks takes several hundred milliseconds) and
+ * reused. The server calls this only in a worker thread (src/models/token-count.worker.ts).
  */
 import { Tiktoken } from 'js-tiktoken/lite';
 import o200k_base from 'js-tiktoken/ranks/o200k_base';
@@ -28,13 +28,6 @@ function getEncoder(): Tiktoken {
   return encoder;
 }
 
-/**
- * Build the encoder now instead of on the first count. Parsing the o200k_base ranks takes several
- * hundred milliseconds of CPU, so call this at boot to keep it off the first turn. Idempotent.
- */
-export function warmTokenizer(): void {
-  getEncoder();
-}
 
 /**
  * Number of o200k_base tokens in `text`. Special-token strings such as `<|endoftext|>` are counted as
@@ -84,4 +77,20 @@ export function countMessageTokens(messages: ModelMessage[]): number {
     }
   }
   return total;
+}
+
+/**
+ * `text` cut to whole words so that it holds at most `max` tokens (trailing whitespace dropped), and
+ * whether it had to be cut.
+ */
+export function truncateToTokens(text: string, max: number): { text: string; truncated: boolean } {
+  if (countTokens(text) <= max) return { text, truncated: false };
+  const parts = text.match(/\S+\s*/g) ?? [];
+  let out = '';
+  for (const part of parts) {
+    const next = out + part;
+    if (countTokens(next.trimEnd()) > max) break;
+    out = next;
+  }
+  return { text: out.trimEnd(), truncated: true };
 }

@@ -4,6 +4,7 @@ import { AppError } from '../errors/app-error.js';
 import { newId } from '../ids/ids.js';
 import type { Logger } from '../log/logger.js';
 import type { ModelRegistry } from '../models/registry.js';
+import type { TokenCounter } from '../models/token-counter.js';
 import type { AgentRecord, ConversationRecord, Store } from '../store/ports.js';
 import type { EventBus } from './event-bus.js';
 import { Supervisor, type ConversationLogic } from './supervisor.js';
@@ -21,6 +22,7 @@ export interface ChatInput {
 export interface ChatServiceOptions {
   store: Store;
   models: ModelRegistry;
+  tokens: TokenCounter;
   bus: EventBus;
   logger: Logger;
   maxQueuedTurns: number;
@@ -53,7 +55,7 @@ export class ChatService {
     this.sessions = new TurnSessions(opts.turnReplayMs);
     const turnLogic = turnMachine.provide({
       actors: createTurnActors({
-        store: opts.store, models: opts.models, sessions: this.sessions, bus: opts.bus, logger: opts.logger,
+        store: opts.store, models: opts.models, sessions: this.sessions, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
         retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40,
         ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
         ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),

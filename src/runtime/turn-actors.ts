@@ -7,7 +7,7 @@ import type { Logger } from '../log/logger.js';
 import { checkSafety } from '../moderation/safety-check.js';
 import type { ModelMessage, ModelToolSpec } from '../models/port.js';
 import type { ModelRegistry } from '../models/registry.js';
-import { countMessageTokens, countTokens } from '../models/tokenizer.js';
+import type { TokenCounter } from '../models/token-counter.js';
 import type { MessageRecord, Store, Usage } from '../store/ports.js';
 import { runSearchKnowledge, SEARCH_KNOWLEDGE, searchKnowledgeSpec } from '../tools/search-knowledge.js';
 import { toCitations } from './citations.js';
@@ -21,6 +21,8 @@ export interface TurnActorDeps {
   sessions: TurnSessions;
   bus: EventBus;
   logger: Logger;
+  /** Counts usage when the provider does not report it. */
+  tokens: TokenCounter;
   /** Passages retrieved before generation. */
   retrievalK: number;
   /** Stored messages handed to the model as history. */
@@ -128,8 +130,9 @@ export function createTurnActors(deps: TurnActorDeps) {
     );
     if (!reportedUsage) {
       // The provider gave no counts: count them ourselves so usage is never missing.
-      s.inputTokens += countMessageTokens(s.messages);
-      s.outputTokens += countTokens(s.stepText);
+      const [input, output] = await Promise.all([deps.tokens.count(s.messages, []), deps.tokens.count([], [s.stepText])]);
+      s.inputTokens += input;
+      s.outputTokens += output;
     }
     s.usageReported = true;
     return { finishReason, toolCalls };
@@ -179,7 +182,7 @@ export function createTurnActors(deps: TurnActorDeps) {
 
   const persist = fromPromise<void, FinishInput>(async ({ input }) => {
     const s = sessions.get(input.turnId);
-    if (!s.usageReported) s.inputTokens = countMessageTokens(s.messages);
+    if (!s.usageReported) s.inputTokens = await deps.tokens.count(s.messages, []);
     const usage = usageOf(s);
     const message: MessageRecord = {
       id: newId('msg'), conversation_id: s.conversationId, org_id: s.orgId, turn_id: s.turnId, role: 'agent',

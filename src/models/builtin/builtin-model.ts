@@ -5,7 +5,7 @@
  * key, so the service runs and the tests pass without an upstream.
  */
 import type { ModelMessage, ModelPart, ModelProvider, ModelTurnInput, Passage } from '../port.js';
-import { countMessageTokens, countTokens } from '../tokenizer.js';
+import { inProcessTokenCounter, type TokenCounter } from '../token-counter.js';
 
 /** Options of the builtin model. */
 export interface BuiltinModelOptions {
@@ -14,6 +14,8 @@ export interface BuiltinModelOptions {
    * (`setImmediate`) between words, so concurrent conversations interleave without slowing down.
    */
   wordDelayMs?: number;
+  /** Counts usage tokens; default: in this thread. The server passes a worker-backed counter. */
+  tokens?: TokenCounter;
 }
 
 /** The reply when no passage sentence matches the question. Other code and tests rely on it verbatim. */
@@ -283,18 +285,6 @@ function compose(input: ModelTurnInput): Composed {
  * Cut `text` to the longest whole-word prefix of at most `max` tokens (o200k_base). Used to honour
  * `maxOutputTokens`; returns the text unchanged when it fits.
  */
-function truncateToTokens(text: string, max: number): { text: string; truncated: boolean } {
-  if (countTokens(text) <= max) return { text, truncated: false };
-  const parts = text.match(/\S+\s*/g) ?? [];
-  let out = '';
-  for (const part of parts) {
-    const next = out + part;
-    if (countTokens(next.trimEnd()) > max) break;
-    out = next;
-  }
-  return { text: out.trimEnd(), truncated: true };
-}
-
 function abortError(signal: AbortSignal): unknown {
   if (signal.reason !== undefined) return signal.reason;
   const err = new Error('The operation was aborted.');
@@ -345,6 +335,7 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
  */
 export function createBuiltinModel(opts: BuiltinModelOptions = {}): ModelProvider {
   const wordDelayMs = Math.max(0, opts.wordDelayMs ?? 0);
+  const tokens = opts.tokens ?? inProcessTokenCounter;
   return {
     name: 'builtin',
     async stream(input: ModelTurnInput, signal: AbortSignal, onPart: (part: ModelPart) => void): Promise<void> {
@@ -354,7 +345,7 @@ export function createBuiltinModel(opts: BuiltinModelOptions = {}): ModelProvide
       let reason: 'stop' | 'length' = 'stop';
       let cited = composed.cited;
       if (input.maxOutputTokens !== undefined && input.maxOutputTokens >= 0) {
-        const cut = truncateToTokens(answer, input.maxOutputTokens);
+        const cut = await tokens.truncate(answer, input.maxOutputTokens);
         if (cut.truncated) {
           answer = cut.text;
           reason = 'length';
@@ -370,15 +361,12 @@ export function createBuiltinModel(opts: BuiltinModelOptions = {}): ModelProvide
       }
       if (signal.aborted) throw abortError(signal);
 
-      let passageTokens = 0;
-      for (const p of input.passages) passageTokens += countTokens(p.text);
-      onPart({
-        type: 'usage',
-        usage: {
-          input_tokens: countMessageTokens(input.messages) + passageTokens,
-          output_tokens: countTokens(answer),
-        },
-      });
+      const [inputTokens, outputTokens] = await Promise.all([
+        tokens.count(input.messages, input.passages.map((p) => p.text)),
+        tokens.count([], [answer]),
+      ]);
+      if (signal.aborted) throw abortError(signal);
+      onPart({ type: 'usage', usage: { input_tokens: inputTokens, output_tokens: outputTokens } });
       const passagesUsed: string[] = [];
       for (const i of cited) {
         const id = input.passages[i]?.chunk_id;

@@ -1,0 +1,25 @@
+/**
+ * Token counting in a worker thread: the o200k_base rank table (≈70 MB of heap) lives here, not in the
+ * server's main thread, whose garbage collections it would otherwise slow (a full GC took 39 ms with it
+ * loaded, 4 ms without, on the development machine).
+ */
+import { z } from 'zod';
+import type { ModelMessage } from './port.js';
+import { countMessageTokens, countTokens, truncateToTokens } from './tokenizer.js';
+
+const CountTask = z.object({ messages: z.array(z.any()), texts: z.array(z.string()) });
+const TruncateTask = z.object({ text: z.string(), max: z.number().int().min(0) });
+
+/** `countMessageTokens(messages)` + the tokens of every text, tokens. Throws on a malformed task. */
+export default function count(task: { messages: ModelMessage[]; texts: string[] }): number {
+  const t = CountTask.parse(task) as { messages: ModelMessage[]; texts: string[] };
+  let total = t.messages.length > 0 ? countMessageTokens(t.messages) : 0;
+  for (const text of t.texts) total += countTokens(text);
+  return total;
+}
+
+/** `text` cut to whole words within `max` tokens (see truncateToTokens). Throws on a malformed task. */
+export function truncate(task: { text: string; max: number }): { text: string; truncated: boolean } {
+  const t = TruncateTask.parse(task);
+  return truncateToTokens(t.text, t.max);
+}
