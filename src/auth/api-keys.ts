@@ -55,8 +55,3 @@ export function digestsEqual(a: string, b: string): boolean {
   if (a.length !== b.length) return false;
   return timingSafeEqual(Buffer.from(a), Buffer.from(b));
 }
-
-/** Display form that identifies a key without revealing it: `sk_…` + last 4 chars. */
-export function redactApiKey(key: string): string {
-  return `sk_…${key.slice(-4)}`;
-}

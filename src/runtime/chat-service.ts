@@ -142,11 +142,6 @@ export class ChatService {
     }
   }
 
-  /** Running turns. */
-  get runningTurns(): number {
-    return this.sessions.size;
-  }
-
   /**
    * Graceful drain (SIGTERM): refuse new turns, wait for running ones up to `graceMs`, then abort the
    * rest (they end with an error event and a stored failed reply). Resolves when no turn runs.
