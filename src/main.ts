@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
   const config = loadConfig(process.env, projectRoot);
   const parley = await startParley(config);
-  const { logger, services } = parley;
+  const { logger } = parley;
 
   // Registered before the (possibly slow) first-run bootstrap, so a SIGTERM always drains.
   let stopping = false;
@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 
   if (config.bootstrap) {
-    const creds = await bootstrapIfEmpty({ store: services.store, knowledge: services.knowledge, logger, dataDir: config.dataDir, docsDir: config.docsDir });
+    const creds = await bootstrapIfEmpty({ store: parley.store, knowledge: parley.knowledge, logger, dataDir: config.dataDir, docsDir: config.docsDir });
     if (creds) {
       // Printed once, to the terminal only (never to the log): the key is a secret.
       process.stdout.write([

@@ -6,7 +6,12 @@ import { Metrics } from './metrics/metrics.js';
 import { createModelRegistry } from './models/registry.js';
 import { createWorkerTokenCounter } from './models/token-counter.js';
 import { ChatService } from './runtime/chat-service.js';
-import { EventBus } from './runtime/event-bus.js';
+import { EventBus } from './events/event-bus.js';
+import { AccessService } from './runtime/services/access.js';
+import { AgentService } from './runtime/services/agents.js';
+import { ConversationService } from './runtime/services/conversations.js';
+import { HealthService } from './runtime/services/health.js';
+import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
 import type { Store } from './store/ports.js';
 import { createSqliteStore } from './store/sqlite/sqlite-store.js';
 import { createDispatcher } from './transport/http/dispatch.js';
@@ -25,7 +30,11 @@ export interface Parley {
   /** `http://127.0.0.1:<port>` (or the configured host). */
   url: string;
   port: number;
+  /** What route handlers call. */
   services: Services;
+  /** The store and the ingestion service, for the composition root's own work (bootstrap, tests). */
+  store: Store;
+  knowledge: KnowledgeService;
   logger: Logger;
   /**
    * Graceful stop (SIGTERM): stop accepting connections, refuse new turns, let running turns finish
@@ -53,21 +62,29 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     store, models, tokens, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
     retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs,
-    onFirstToken: (session, t) => {
-      const labels = { provider: session.agent.model.provider };
+    onFirstToken: (turn, t) => {
+      const labels = { provider: turn.agent.model.provider };
       metrics.firstToken.observe(labels, t.firstTokenMs / 1000);
       metrics.turnSetup.observe(labels, t.setupMs / 1000);
       if (t.relayMs !== undefined) metrics.firstTokenRelay.observe(labels, t.relayMs / 1000);
     },
-    onTurnEnd: (_session, outcome) => metrics.turns.inc({ outcome }),
+    onTurnEnd: (_turn, outcome) => metrics.turns.inc({ outcome }),
   });
 
-  const services: Services = { config, store, chat, knowledge, models, logger, metricsText: () => metrics.text() };
+  const access = new AccessService(store);
+  const services: Services = {
+    config, logger, access, chat,
+    agents: new AgentService(store, models),
+    knowledgeBases: new KnowledgeBaseService(store, knowledge),
+    conversations: new ConversationService(store),
+    health: new HealthService(store, () => chat.isDraining),
+    metricsText: () => metrics.text(),
+  };
   const routes: RouteDef[] = [];
   routes.push(...operationRoutes(services, () => routes), ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services));
   const sse = new SseHub(config.heartbeatMs);
   const server = await startUwsServer({
-    host: config.host, port: config.port, router: new Router(routes), dispatch: createDispatcher(store.apiKeys),
+    host: config.host, port: config.port, router: new Router(routes), dispatch: createDispatcher(access),
     sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes,
   });
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
@@ -77,6 +94,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     url: `http://${shownHost}:${server.port}`,
     port: server.port,
     services,
+    store,
+    knowledge,
     logger,
     close() {
       closing ??= (async () => {

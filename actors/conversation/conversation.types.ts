@@ -1,13 +1,7 @@
-import type { TurnOutput } from '../turn/turn.types.js';
+import type { ConversationStatus } from '../../src/vocabulary/conversation.js';
+import type { TurnHandle, TurnOutput } from '../turn/turn.types.js';
 
-/** Conversation status values of API.md ("active", "pending_handoff", "handed_off", "closed"). */
-export type ConversationStatus = 'active' | 'pending_handoff' | 'handed_off' | 'closed';
-
-/** A visitor message waiting for its turn. `ready` once the message is durable in the store. */
-export interface QueuedTurn {
-  turnId: string;
-  ready: boolean;
-}
+export type { ConversationStatus };
 
 export interface ConversationInput {
   conversationId: string;
@@ -26,21 +20,22 @@ export interface ConversationContext {
   maxQueued: number;
   idleMs: number;
   maxSteps: number;
-  /** Waiting turns, in arrival order (the running one is not in it). */
-  queue: QueuedTurn[];
+  /** Turns waiting to run, in arrival order (the running one is not in it). */
+  queue: TurnHandle[];
   /** The turn being answered, if any. */
-  activeTurnId: string | null;
+  active: TurnHandle | null;
   /** Outcome of the last finished turn (for observers and tests). */
   lastTurn: TurnOutput | null;
 }
 
 export type ConversationEvent =
-  /** A visitor message arrived: reserve a place (refused by guard when closed or the queue is full). */
-  | { type: 'turn.requested'; turnId: string }
-  /** The visitor message is durable: the turn may start. */
-  | { type: 'turn.accepted'; turnId: string }
-  /** Persisting the visitor message failed: give the place back. */
+  /**
+   * A visitor message arrived: queue its turn (refused by guard when closed or the queue is full). The
+   * turn may start at once; the runtime withdraws it if the message then fails to store.
+   */
+  | { type: 'turn.requested'; turn: TurnHandle }
+  /** The turn's visitor message could not be stored: drop it from the queue (a running one ends itself). */
   | { type: 'turn.withdrawn'; turnId: string }
-  /** Stop the running turn (client cancel). */
-  | { type: 'turn.cancel' }
+  /** Stop the running turn (client cancel); with `turnId`, only if that turn is the running one. */
+  | { type: 'turn.cancel'; turnId?: string }
   | { type: 'conversation.close' };

@@ -6,6 +6,7 @@
  * (JavaScript string length, i.e. UTF-16 code units).
  */
 import type { Section } from './parse-document.js';
+import { sentenceSpans, splitSentences } from '../text/sentences.js';
 import type { ChunkDraft } from './types.js';
 
 /** Chunk sizing, in characters. */
@@ -119,59 +120,6 @@ function sectionUnits(paragraphs: string[], maxChars: number): Unit[] {
     });
   }
   return units;
-}
-
-/** A sentence of a text: `text` (trimmed; indentation after a line break kept), its start offset, and `sep`. */
-interface SentenceSpan extends Unit {
-  start: number;
-}
-
-/**
- * Splits text into sentences, each with the whitespace that separated it from the previous one
- * (normalised to '', ' ', '\n' or '\n\n'; '' for the first). A sentence ends at `.`, `!`, `?` or `…`
- * (plus closing quotes/brackets) followed by whitespace and a character that is not a lower-case
- * letter (so `e.g. foo` and `fs.readFile()` stay whole), at CJK full stops, and at every line break.
- * Runs in linear time.
- */
-export function splitSentences(text: string): { text: string; sep: string }[] {
-  return sentenceSpans(text).map(({ text: t, sep }) => ({ text: t, sep }));
-}
-
-function sentenceSpans(text: string): SentenceSpan[] {
-  const out: SentenceSpan[] = [];
-  const boundary = /[.!?\u2026]["'\u2019\u201d)\]`*_]*([ \t]+)(?=[^\sa-z])|[\u3002\uff01\uff1f]([ \t]*)|[ \t]*(\n(?:[ \t]*\n)*)/g;
-  let start = 0;
-  let sep = '';
-  const emit = (from: number, to: number): void => {
-    let slice = text.slice(from, to).trimEnd();
-    let offset = from;
-    if (!sep.includes('\n')) {
-      const trimmed = slice.trimStart();
-      offset += slice.length - trimmed.length;
-      slice = trimmed;
-    }
-    if (slice.trim().length > 0) out.push({ text: slice, sep: out.length === 0 ? '' : sep, start: offset });
-  };
-  let match: RegExpExecArray | null;
-  while ((match = boundary.exec(text)) !== null) {
-    const whitespace = match[1] ?? match[2] ?? match[3] ?? '';
-    const end = match.index + match[0].length - whitespace.length;
-    const before = out.length;
-    emit(start, end);
-    if (out.length > before) sep = normaliseSeparator(whitespace);
-    else if (out.length > 0 && whitespace.includes('\n') && sep !== '\n\n') sep = normaliseSeparator(whitespace);
-    start = match.index + match[0].length;
-    if (match[0].length === 0) boundary.lastIndex++;
-  }
-  emit(start, text.length);
-  return out;
-}
-
-function normaliseSeparator(whitespace: string): string {
-  const newlines = (whitespace.match(/\n/g) ?? []).length;
-  if (newlines >= 2) return '\n\n';
-  if (newlines === 1) return '\n';
-  return whitespace.length > 0 ? ' ' : '';
 }
 
 /** Pieces of an over-long paragraph, each at most maxChars: sentences, then words, then slices. */

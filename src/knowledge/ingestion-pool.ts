@@ -2,7 +2,7 @@
  * The ingestion worker pool: a fixed-size Piscina pool running src/knowledge/ingest.worker.ts
  * (compiled) so that parsing and chunking never block the event loop.
  */
-import { compiledWorkerUrl } from '../runtime/worker-file.js';
+import { compiledWorkerUrl } from '../workers/worker-file.js';
 import { Piscina } from 'piscina';
 import type { IngestResult, IngestTask } from './types.js';
 

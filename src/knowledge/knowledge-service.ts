@@ -1,8 +1,9 @@
 import { AppError } from '../errors/app-error.js';
 import { newId } from '../ids/ids.js';
 import type { Logger } from '../log/logger.js';
-import type { EventBus } from '../runtime/event-bus.js';
-import type { DocumentRecord, KnowledgeBaseRecord, Store } from '../store/ports.js';
+import type { EventBus } from '../events/event-bus.js';
+import type { Store } from '../store/ports.js';
+import type { DocumentRecord, KnowledgeBaseRecord } from '../store/records.js';
 import type { IngestionPool } from './ingestion-pool.js';
 import type { DocumentContentType } from './types.js';
 

@@ -2,9 +2,9 @@
  * Shapes shared by ingestion (worker pool) and the store.
  */
 
-/** Content types a document may be uploaded as (API.md "Knowledge bases"; HTML/PDF/DOCX come later). */
-export const DOCUMENT_CONTENT_TYPES = ['text/plain', 'text/markdown'] as const;
-export type DocumentContentType = (typeof DOCUMENT_CONTENT_TYPES)[number];
+import { DOCUMENT_CONTENT_TYPES, type DocumentContentType } from '../vocabulary/document.js';
+
+export { DOCUMENT_CONTENT_TYPES, type DocumentContentType };
 
 /** What the main thread sends to the ingestion worker. `content` is the raw upload. */
 export interface IngestTask {

@@ -1,5 +1,5 @@
 import { Piscina } from 'piscina';
-import { compiledWorkerUrl } from '../runtime/worker-file.js';
+import { compiledWorkerUrl } from '../workers/worker-file.js';
 import type { ModelMessage } from './port.js';
 import { countMessageTokens, countTokens, truncateToTokens } from './tokenizer.js';
 

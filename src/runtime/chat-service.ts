@@ -1,16 +1,18 @@
 import { conversationMachine } from '../../actors/conversation/conversation.machine.js';
 import { turnMachine } from '../../actors/turn/turn.machine.js';
 import { AppError } from '../errors/app-error.js';
+import type { EventBus } from '../events/event-bus.js';
 import { newId } from '../ids/ids.js';
 import type { Logger } from '../log/logger.js';
 import type { ModelRegistry } from '../models/registry.js';
 import type { TokenCounter } from '../models/token-counter.js';
-import type { AgentRecord, ConversationRecord, Store } from '../store/ports.js';
-import type { EventBus } from './event-bus.js';
+import type { Store } from '../store/ports.js';
+import type { AgentRecord, ConversationRecord } from '../store/records.js';
 import { Supervisor, type ConversationLogic } from './supervisor.js';
-import { createTurnActors, type TurnActorDeps } from './turn-actors.js';
-import type { TurnChannel } from './turn-channel.js';
-import { TurnSessions } from './turn-sessions.js';
+import type { TurnChannel } from './turn/turn-channel.js';
+import { TurnRegistry } from './turn/turn-registry.js';
+import { createTurnRunLogic, type TurnRunnerDeps } from './turn/turn-runner.js';
+import { Turn } from './turn/turn.js';
 
 /** A visitor message for an agent (the validated chat request body). */
 export interface ChatInput {
@@ -29,37 +31,49 @@ export interface ChatServiceOptions {
   idleUnloadMs: number;
   maxToolSteps: number;
   retrievalK: number;
+  /** A finished turn stays replayable this long, ms. */
   turnReplayMs: number;
+  /** Per-turn replay cap, characters (default 1 MiB). */
+  turnReplayMaxChars?: number;
+  /** Cap on the replay characters of all finished turns together (default 64 Mi). */
+  replayBudgetChars?: number;
   historyLimit?: number;
-  onFirstToken?: TurnActorDeps['onFirstToken'];
-  onTurnEnd?: TurnActorDeps['onTurnEnd'];
+  onFirstToken?: TurnRunnerDeps['onFirstToken'];
+  onTurnEnd?: TurnRunnerDeps['onTurnEnd'];
   /** Replaces the conversation machine (tests inject faults); default: the real one. */
   conversationLogic?: ConversationLogic;
 }
 
 /**
  * The chat runtime: turns a visitor message into a running turn and hands back its channel. Order of
- * work (DESIGN.md "One chat turn, as data"): find or create the conversation, reserve a place in its
- * queue (409 when closed or full), persist the visitor message, emit `conversation`, let the
- * conversation actor start the turn. Clients only subscribe to the channel, so a client that goes away
- * never stops the turn (SPEC.md 6.1 rule 3).
+ * work (DESIGN.md "One chat turn, as data"): find or create the conversation, queue the turn in the
+ * conversation actor (409 when closed or full), store the visitor message, and hand the channel to the
+ * caller once that message is durable. The turn may start while the message commits (the model call
+ * overlaps the fsync); nothing reaches a client before the commit. Clients only subscribe to the
+ * channel, so a client that goes away never stops the turn (SPEC.md 6.1 rule 3).
  */
 export class ChatService {
-  readonly sessions: TurnSessions;
+  readonly turns: TurnRegistry;
   readonly supervisor: Supervisor;
   private draining = false;
   private readonly opts: ChatServiceOptions;
 
   constructor(opts: ChatServiceOptions) {
     this.opts = opts;
-    this.sessions = new TurnSessions(opts.turnReplayMs);
+    this.turns = new TurnRegistry({
+      replayMs: opts.turnReplayMs,
+      perTurn: { maxChars: opts.turnReplayMaxChars ?? 1024 * 1024 },
+      maxRetainedChars: opts.replayBudgetChars ?? 64 * 1024 * 1024,
+    });
     const turnLogic = turnMachine.provide({
-      actors: createTurnActors({
-        store: opts.store, models: opts.models, sessions: this.sessions, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
-        retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40,
-        ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
-        ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
-      }),
+      actors: {
+        run: createTurnRunLogic({
+          store: opts.store, models: opts.models, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
+          retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40,
+          ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
+          ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
+        }),
+      },
     });
     const logic = (opts.conversationLogic ?? conversationMachine).provide({ actors: { turn: turnLogic } });
     this.supervisor = new Supervisor({
@@ -71,9 +85,10 @@ export class ChatService {
 
   /**
    * Accepts a visitor message for `agent` and returns the turn's channel once the message is durable;
-   * its first event (`conversation`) is already emitted and the turn may already be streaming into it. Throws AppError: `not_found` (unknown conversation or one of
-   * another agent), `conversation_closed`, `turn_in_progress` (queue full), `shutting_down`,
-   * `unknown_provider` (the agent's provider is not configured).
+   * its first event (`conversation`) is already emitted and the turn may already be streaming into it.
+   * Throws AppError: `not_found` (unknown conversation or one of another agent), `conversation_closed`,
+   * `turn_in_progress` (queue full), `shutting_down`, `unknown_provider` (the agent's provider is not
+   * configured), or what the store throws when the message cannot be stored.
    */
   async send(orgId: string, agent: AgentRecord, input: ChatInput): Promise<TurnChannel> {
     if (this.draining) throw new AppError('shutting_down', 'The server is shutting down; retry on another instance.');
@@ -96,49 +111,60 @@ export class ChatService {
     }
     const actor = await this.supervisor.acquire(conversation);
 
-    // From here to `turn.requested` nothing awaits, so the place is reserved before any other request runs.
+    // From here to `turn.requested` nothing awaits, so the place is taken before any other request runs.
     const turnId = newId('turn');
+    const turn = new Turn({
+      id: turnId, conversationId: conversation.id, orgId, agent, visitorMessageId: newId('msg'), question: input.message,
+      newConversation: created !== undefined, channel: this.turns.channelFor(turnId, conversation.id, orgId),
+    });
+    const request = { type: 'turn.requested', turn } as const;
     const snapshot = actor.getSnapshot();
-    if (!snapshot.can({ type: 'turn.requested', turnId })) {
+    if (!snapshot.can(request)) {
       if (snapshot.context.status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
       throw new AppError('turn_in_progress', 'Too many messages are waiting for a reply in this conversation; wait for the current turn to finish.');
     }
-    const visitorMessageId = newId('msg');
-    const session = this.sessions.open({
-      turnId, conversationId: conversation.id, orgId, agent, visitorMessageId, question: input.message,
-      newConversation: created !== undefined,
-    });
-    session.channel.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
-    actor.send({ type: 'turn.requested', turnId });
+    turn.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
+    this.turns.add(turn);
     const appended = store.conversations.appendMessage({
-      id: visitorMessageId, conversation_id: conversation.id, org_id: orgId, turn_id: turnId, role: 'visitor',
+      id: turn.visitorMessageId, conversation_id: conversation.id, org_id: orgId, turn_id: turnId, role: 'visitor',
       content: input.message, citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null,
       error: null, created_at: new Date().toISOString(),
     });
     // The turn may start now, so the model call overlaps the commit of the visitor message (an fsync
     // with synchronous=FULL). Nothing reaches the client before that commit: the channel, with every
     // event buffered so far, is only handed out once the message is durable.
-    actor.send({ type: 'turn.accepted', turnId });
+    actor.send(request);
     try {
       await Promise.all([created, appended]);
     } catch (err) {
-      // The message was not stored: stop the turn (it writes nothing once its session is gone).
+      // The message was not stored: the turn leaves no trace.
+      turn.withdraw('the visitor message could not be stored');
+      this.turns.discard(turnId);
       actor.send({ type: 'turn.withdrawn', turnId });
-      this.sessions.discard(turnId);
       throw err;
     }
     if (created) this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
-    this.opts.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: visitorMessageId, role: 'visitor' } });
-    return session.channel;
+    this.opts.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: turn.visitorMessageId, role: 'visitor' } });
+    return turn.channel;
   }
 
-  /** Ends, with an `error` event, the running turns of a conversation whose actor crashed. */
+  /**
+   * The channel of a running or recently finished turn of `orgId`'s conversation, for resume. Throws
+   * AppError `not_found` when there is no such turn or its events are no longer kept (the client then
+   * fetches the stored messages).
+   */
+  replay(orgId: string, conversationId: string, turnId: string): TurnChannel {
+    const channel = this.turns.channel(turnId);
+    if (!channel || channel.orgId !== orgId || channel.conversationId !== conversationId || !channel.isReplayable) {
+      throw new AppError('not_found', 'No such turn, or its events are no longer kept; fetch the conversation messages instead.');
+    }
+    return channel;
+  }
+
+  /** Aborts the running turns of a conversation whose actor crashed: each ends with a stored failed reply. */
   private failTurnsOf(conversationId: string): void {
-    for (const s of this.sessions.all()) {
-      if (s.conversationId !== conversationId) continue;
-      s.abort.abort();
-      s.channel.emit({ type: 'error', error: { type: 'api_error', code: 'internal_error', message: 'The conversation failed; send the message again.' } });
-      this.sessions.finish(s.turnId);
+    for (const turn of this.turns.all()) {
+      if (turn.conversationId === conversationId) turn.abort(new AppError('internal_error', 'The conversation failed; send the message again.'));
     }
   }
 
@@ -149,14 +175,14 @@ export class ChatService {
   async drain(graceMs: number): Promise<void> {
     this.draining = true;
     const deadline = Date.now() + graceMs;
-    while (this.sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
-    if (this.sessions.size > 0) {
-      for (const s of this.sessions.all()) s.abort.abort(new AppError('shutting_down', 'The server shut down during this turn.'));
+    while (this.turns.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    if (this.turns.size > 0) {
+      for (const turn of this.turns.all()) turn.abort(new AppError('shutting_down', 'The server shut down during this turn.'));
       const hard = Date.now() + 2000;
-      while (this.sessions.size > 0 && Date.now() < hard) await new Promise((r) => setTimeout(r, 10));
+      while (this.turns.size > 0 && Date.now() < hard) await new Promise((r) => setTimeout(r, 10));
     }
     this.supervisor.stopAll();
-    this.sessions.close();
+    this.turns.close();
   }
 
   get isDraining(): boolean {

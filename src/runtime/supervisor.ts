@@ -1,6 +1,6 @@
 import { createActor, type Actor, type AnyActorLogic } from 'xstate';
 import type { conversationMachine } from '../../actors/conversation/conversation.machine.js';
-import type { ConversationStatus } from '../../actors/conversation/conversation.types.js';
+import type { ConversationStatus } from '../vocabulary/conversation.js';
 import type { Logger } from '../log/logger.js';
 
 /** XState's clock interface (setTimeout/clearTimeout), as `createActor` accepts it. */
@@ -29,6 +29,10 @@ export interface SupervisorOptions {
   /** First restart backoff after a crash, ms; doubles per consecutive crash up to `maxBackoffMs`. */
   baseBackoffMs?: number;
   maxBackoffMs?: number;
+  /** A crash record is forgotten this long after its restart time, ms (default 10 minutes). */
+  crashMemoryMs?: number;
+  /** At most this many crash records are kept; the oldest go first (default 10,000). */
+  maxCrashRecords?: number;
 }
 
 /**
@@ -44,7 +48,7 @@ export class Supervisor {
   private readonly opts: Required<Omit<SupervisorOptions, 'clock' | 'onCrash'>> & Pick<SupervisorOptions, 'clock' | 'onCrash'>;
 
   constructor(opts: SupervisorOptions) {
-    this.opts = { baseBackoffMs: 100, maxBackoffMs: 5000, ...opts };
+    this.opts = { baseBackoffMs: 100, maxBackoffMs: 5000, crashMemoryMs: 10 * 60_000, maxCrashRecords: 10_000, ...opts };
   }
 
   /** The live actor of a conversation, created (rehydrated from `seed`) when there is none. */
@@ -97,9 +101,24 @@ export class Supervisor {
     const prev = this.crashes.get(id);
     const count = (prev?.count ?? 0) + 1;
     const backoff = Math.min(this.opts.maxBackoffMs, this.opts.baseBackoffMs * 2 ** (count - 1));
+    this.crashes.delete(id); // re-inserted last: the Map stays ordered oldest first
     this.crashes.set(id, { count, retryAt: Date.now() + backoff });
+    this.pruneCrashes(Date.now());
     this.opts.logger.error({ err, conversation_id: id, crash_count: count, restart_in_ms: backoff }, 'conversation actor crashed');
     this.opts.onCrash?.(id, err);
+  }
+
+  /** Crash records that are old or past the cap are dropped, so the map cannot grow without bound. */
+  private pruneCrashes(now: number): void {
+    for (const [id, rec] of this.crashes) {
+      if (this.crashes.size <= this.opts.maxCrashRecords && rec.retryAt + this.opts.crashMemoryMs >= now) break;
+      this.crashes.delete(id);
+    }
+  }
+
+  /** Conversations with a crash record (for tests and metrics). */
+  get crashRecords(): number {
+    return this.crashes.size;
   }
 
   /** Stops every actor (shutdown). */

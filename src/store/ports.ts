@@ -1,149 +1,14 @@
 /**
  * Store ports (DESIGN.md "Store"): domain-shaped, async so that the SQLite and MongoDB adapters share
- * them. Every method is scoped by organization where the resource belongs to one; a record of another
- * organization is reported as absent (`undefined`), never as forbidden (API.md "Errors": 404).
- * Times are RFC 3339 UTC strings.
+ * them, and behind one contract suite (test/contract/). Every method is scoped by organization where the
+ * resource belongs to one; a record of another organization is reported as absent (`undefined`), never
+ * as forbidden (API.md "Errors": 404). Times are RFC 3339 UTC strings. The records are the store's own
+ * (src/store/records.ts); the vocabulary they use is src/vocabulary/.
  */
-import type { Passage } from '../models/port.js';
-import type { SafetySettings } from '../moderation/safety-check.js';
-import type { ChunkDraft, DocumentContentType } from '../knowledge/types.js';
-
-/** A page request: `limit` 1..100, `after` an id cursor (exclusive). */
-export interface PageRequest {
-  limit: number;
-  after?: string | undefined;
-}
-
-/** A page of records in API.md list form. */
-export interface Page<T> {
-  data: T[];
-  has_more: boolean;
-}
-
-export interface OrganizationRecord {
-  id: string;
-  name: string;
-  created_at: string;
-}
-
-export interface ApiKeyRecord {
-  id: string;
-  org_id: string;
-  name: string;
-  /** SHA-256 hex of the key (src/auth/api-keys.ts). */
-  key_hash: string;
-  /** Last 4 characters of the key, for display. */
-  last4: string;
-  created_at: string;
-  revoked_at: string | null;
-}
-
-/** Model choice of an agent: a provider configured on the server and that provider's model name. */
-export interface ModelChoice {
-  provider: string;
-  name: string;
-}
-
-export interface AgentRecord {
-  id: string;
-  org_id: string;
-  name: string;
-  description: string;
-  instructions: string;
-  model: ModelChoice;
-  knowledge_base_ids: string[];
-  /** Tool names the agent may call, e.g. `search_knowledge`. */
-  tools: string[];
-  safety: SafetySettings;
-  published: boolean;
-  public_key: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export type AgentPatch = Partial<Pick<AgentRecord, 'name' | 'description' | 'instructions' | 'model' | 'knowledge_base_ids' | 'tools' | 'safety'>>;
-
-export interface KnowledgeBaseRecord {
-  id: string;
-  org_id: string;
-  name: string;
-  created_at: string;
-}
-
-export type DocumentStatus = 'processing' | 'ready' | 'failed';
-
-export interface DocumentRecord {
-  id: string;
-  org_id: string;
-  knowledge_base_id: string;
-  title: string;
-  content_type: DocumentContentType;
-  status: DocumentStatus;
-  error: string | null;
-  chunk_count: number;
-  /** Size of the upload, bytes. */
-  bytes: number;
-  created_at: string;
-  updated_at: string;
-}
-
-/** Conversation status values of API.md "Conversations and handoff". */
-export type ConversationStatus = 'active' | 'pending_handoff' | 'handed_off' | 'closed';
-
-export interface ConversationRecord {
-  id: string;
-  org_id: string;
-  agent_id: string;
-  status: ConversationStatus;
-  metadata: Record<string, unknown>;
-  created_at: string;
-  updated_at: string;
-}
-
-export type MessageRole = 'visitor' | 'agent' | 'operator';
-export type MessageStatus = 'completed' | 'failed';
-
-/** Citation as sent to clients (API.md "Chat"). */
-export interface Citation {
-  document_id: string;
-  chunk_id: string;
-  title: string;
-  snippet: string;
-  score: number;
-}
-
-/** One tool run of a turn: the call and what it returned. */
-export interface ToolRun {
-  id: string;
-  name: string;
-  arguments: unknown;
-  output: unknown;
-  is_error: boolean;
-}
-
-/** Token counts of a turn, tokens. */
-export interface Usage {
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-}
-
-export interface MessageRecord {
-  id: string;
-  conversation_id: string;
-  org_id: string;
-  /** The turn the message belongs to: a visitor message and the agent reply share it. */
-  turn_id: string | null;
-  role: MessageRole;
-  content: string;
-  citations: Citation[];
-  tool_runs: ToolRun[];
-  usage: Usage | null;
-  status: MessageStatus;
-  finish_reason: string | null;
-  error: { type: string; code: string; message: string } | null;
-  created_at: string;
-}
+import type {
+  AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
+  DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk, OrganizationRecord, Page, PageRequest,
+} from './records.js';
 
 export interface OrganizationsPort {
   create(rec: OrganizationRecord): Promise<void>;
@@ -174,7 +39,7 @@ export interface KnowledgePort {
   getDocument(orgId: string, kbId: string, id: string): Promise<DocumentRecord | undefined>;
   listDocuments(orgId: string, kbId: string, page: PageRequest): Promise<Page<DocumentRecord>>;
   /** Stores the chunks and marks the document ready, atomically. False if the document is gone. */
-  completeDocument(id: string, chunks: ChunkDraft[], at: string): Promise<boolean>;
+  completeDocument(id: string, chunks: NewChunk[], at: string): Promise<boolean>;
   failDocument(id: string, error: string, at: string): Promise<void>;
   /** Deletes the document and its chunks. */
   deleteDocument(orgId: string, kbId: string, id: string): Promise<boolean>;
@@ -182,12 +47,7 @@ export interface KnowledgePort {
    * Full-text search (bm25) over the chunks of the given knowledge bases of `orgId`, best first, at most
    * `k`. Returns [] for a query with no searchable words.
    */
-  search(orgId: string, kbIds: string[], query: string, k: number): Promise<Passage[]>;
-}
-
-export interface ConversationListFilter {
-  agent_id?: string | undefined;
-  status?: ConversationStatus | undefined;
+  search(orgId: string, kbIds: string[], query: string, k: number): Promise<ChunkHit[]>;
 }
 
 export interface ConversationsPort {

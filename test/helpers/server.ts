@@ -32,7 +32,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     PARLEY_BOOTSTRAP: 'false', PARLEY_SHUTDOWN_GRACE_MS: '2000', ...env,
   });
   const parley = await startParley(config);
-  const store = parley.services.store;
+  const store = parley.store;
 
   async function addOrganization(name = 'Test org') {
     const orgId = newId('org');

@@ -68,7 +68,7 @@ describe('401 authentication errors', () => {
   it('a revoked key -> revoked_api_key, while the org\'s other keys keep working', async () => {
     const org = await srv.addOrganization('revocation org');
     expect((await srv.api('/v1/agents', { key: org.apiKey })).status).toBe(200);
-    expect(await srv.parley.services.store.apiKeys.revoke(org.orgId, org.keyId, new Date().toISOString())).toBe(true);
+    expect(await srv.parley.store.apiKeys.revoke(org.orgId, org.keyId, new Date().toISOString())).toBe(true);
     await authError(await srv.api('/v1/agents', { key: org.apiKey }), 'revoked_api_key');
     await authError(await srv.api('/v1/agents', { key: org.apiKey, body: { name: 'after revocation' } }), 'revoked_api_key');
     expect((await srv.api('/v1/agents')).status).toBe(200);

@@ -306,7 +306,7 @@ describe('body size limit (PARLEY_BODY_LIMIT_BYTES=4096)', () => {
     const rawUpload = await small.api(`/v1/knowledge-bases/${kb.id}/documents?title=big`, { body: text, headers: { 'content-type': 'text/plain' } });
     expect(rawUpload.status).toBe(202);
     await rawUpload.arrayBuffer();
-    await small.parley.services.knowledge.settled();
+    await small.parley.knowledge.settled();
   });
 
   it('the default limit is 1 MiB', async () => {

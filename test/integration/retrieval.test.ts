@@ -6,9 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { IngestionPool } from '../../src/knowledge/ingestion-pool.js';
 import { KnowledgeService } from '../../src/knowledge/knowledge-service.js';
-import { EventBus, type DomainEvent } from '../../src/runtime/event-bus.js';
+import { EventBus, type DomainEvent } from '../../src/events/event-bus.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { DocumentRecord, KnowledgeBaseRecord } from '../../src/store/ports.js';
+import type { DocumentRecord, KnowledgeBaseRecord } from '../../src/store/records.js';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const docsDir = path.join(projectRoot, 'docs');

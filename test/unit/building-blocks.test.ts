@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids/ids.js';
-import { TurnChannel, type ChannelEntry } from '../../src/runtime/turn-channel.js';
 import { toFtsQuery } from '../../src/store/sqlite/search-query.js';
 import { Router } from '../../src/transport/http/router.js';
 import { sseFrame } from '../../src/transport/sse/sse-writer.js';
@@ -43,45 +42,8 @@ describe('Router', () => {
   });
 });
 
-describe('TurnChannel', () => {
-  const collect = (ch: TurnChannel, after = 0) => {
-    const seen: ChannelEntry[] = [];
-    let ended = 0;
-    ch.subscribe({ onEvent: (e) => seen.push(e), onEnd: () => { ended++; } }, after);
-    return { seen, ended: () => ended };
-  };
-
-  it('replays after a sequence number, then follows live, and ends once', () => {
-    const ch = new TurnChannel('turn_1', 'conv_1', 'org_1');
-    ch.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' });
-    ch.emit({ type: 'token', delta: 'a' });
-    const late = collect(ch, 1);
-    ch.emit({ type: 'token', delta: 'b' });
-    ch.emit({ type: 'done', finish_reason: 'stop' });
-    ch.emit({ type: 'token', delta: 'after the end' });
-    expect(late.seen.map((e) => e.seq)).toEqual([2, 3, 4]);
-    expect(late.ended()).toBe(1);
-    expect(ch.lastSeq).toBe(4);
-    const replay = collect(ch, 0);
-    expect(replay.seen.map((e) => e.event.type)).toEqual(['conversation', 'token', 'token', 'done']);
-    expect(replay.ended()).toBe(1);
-  });
-
-  it('a throwing subscriber is dropped without affecting the others', () => {
-    const ch = new TurnChannel('turn_1', 'conv_1', 'org_1');
-    ch.subscribe({ onEvent: () => { throw new Error('socket gone'); }, onEnd: () => {} });
-    const ok = collect(ch);
-    ch.emit({ type: 'token', delta: 'x' });
-    ch.emit({ type: 'token', delta: 'y' });
-    expect(ok.seen.length).toBe(2);
-    expect(ch.subscriberCount).toBe(1);
-  });
-
-  it('frames SSE as id + one data line + blank line', () => {
-    const ch = new TurnChannel('turn_9', 'conv_1', 'org_1');
-    let frame = '';
-    ch.subscribe({ onEvent: (e) => { frame = sseFrame('turn_9', e); }, onEnd: () => {} });
-    ch.emit({ type: 'token', delta: 'line1\nline2' });
-    expect(frame).toBe('id: turn_9:1\ndata: {"type":"token","delta":"line1\\nline2"}\n\n');
+describe('SSE framing', () => {
+  it('frames an event as id + one data line + blank line', () => {
+    expect(sseFrame('turn_9', 1, '{"type":"token","delta":"line1\\nline2"}')).toBe('id: turn_9:1\ndata: {"type":"token","delta":"line1\\nline2"}\n\n');
   });
 });

@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { chunkSections, splitSentences, type ChunkOptions } from '../../src/knowledge/chunker.js';
+import { chunkSections, type ChunkOptions } from '../../src/knowledge/chunker.js';
+import { splitSentences } from '../../src/text/sentences.js';
 import { parseDocument, type Section } from '../../src/knowledge/parse-document.js';
 
 /** A run of distinct, numbered sentences (about 60 characters each). */

@@ -28,17 +28,17 @@ function turnStub() {
   let running = 0;
   let maxRunning = 0;
   const logic = fromPromise<TurnOutput, TurnInput>(async ({ input }) => {
-    started.push(input.turnId);
+    started.push(input.turn.id);
     inputs.push(input);
     running += 1;
     maxRunning = Math.max(maxRunning, running);
     const d = deferred<TurnOutput>();
-    pending.set(input.turnId, d);
+    pending.set(input.turn.id, d);
     try {
       return await d.promise;
     } finally {
       running -= 1;
-      pending.delete(input.turnId);
+      pending.delete(input.turn.id);
     }
   });
   return {
@@ -47,12 +47,10 @@ function turnStub() {
     inputs,
     get maxRunning() { return maxRunning; },
     isRunning: (turnId: string) => pending.has(turnId),
-    succeed(turnId: string): TurnOutput {
-      const out: TurnOutput = { turnId, outcome: 'succeeded', finishReason: 'stop' };
+    succeed(turnId: string): void {
       const d = pending.get(turnId);
       if (!d) throw new Error(`turn ${turnId} is not running (running: ${[...pending.keys()].join(', ')})`);
-      d.resolve(out);
-      return out;
+      d.resolve({ turnId, outcome: 'succeeded', finishReason: 'stop' });
     },
     crash(turnId: string, err: unknown = new Error('turn actor blew up')): void {
       const d = pending.get(turnId);
@@ -71,52 +69,49 @@ function start(input: Partial<ConversationInput> = {}) {
   const actor = createActor(logic, { input: { ...BASE_INPUT, ...input }, clock });
   actor.start();
   const send = (e: ConversationEvent) => actor.send(e);
-  const request = (turnId: string) => send({ type: 'turn.requested', turnId });
-  const accept = (turnId: string) => send({ type: 'turn.accepted', turnId });
+  const handles = new Map<string, { id: string }>();
+  const handle = (id: string) => { if (!handles.has(id)) handles.set(id, { id }); return handles.get(id)!; };
+  const request = (turnId: string) => send({ type: 'turn.requested', turn: handle(turnId) });
   const withdraw = (turnId: string) => send({ type: 'turn.withdrawn', turnId });
   const snap = () => actor.getSnapshot();
+  const activeId = () => snap().context.active?.id ?? null;
   /** Ends the running turn `turnId` and waits until the conversation has seen it end. */
   const finish = async (turnId: string) => {
-    expect(snap().context.activeTurnId).toBe(turnId);
+    expect(activeId()).toBe(turnId);
     turns.succeed(turnId);
-    await waitFor(actor, (s) => s.context.activeTurnId !== turnId, { timeout: 2_000 });
+    await waitFor(actor, (s) => s.context.active?.id !== turnId, { timeout: 2_000 });
   };
-  return { actor, clock, turns, send, request, accept, withdraw, snap, finish };
+  return { actor, clock, turns, send, request, withdraw, snap, activeId, finish, handle };
 }
 
-const queueIds = (c: ReturnType<typeof start>) => c.snap().context.queue.map((t) => t.turnId);
+const queueIds = (c: ReturnType<typeof start>) => c.snap().context.queue.map((t) => t.id);
 
 describe('conversation machine: starting turns', () => {
   it('starts idle with nothing running', () => {
     const c = start();
     expect(c.snap().value).toBe('idle');
-    expect(c.snap().context).toMatchObject({ queue: [], activeTurnId: null, lastTurn: null, status: 'active' });
+    expect(c.snap().context).toMatchObject({ queue: [], active: null, lastTurn: null, status: 'active' });
   });
 
-  it('turn.requested reserves a place; the turn starts only on turn.accepted', () => {
+  it('turn.requested on an idle conversation starts the turn at once, with the turn object as input', () => {
     const c = start();
     c.request('t1');
-    expect(c.snap().value).toBe('waiting');
-    expect(c.snap().context.activeTurnId).toBeNull();
-    expect(c.snap().context.queue).toEqual([{ turnId: 't1', ready: false }]);
-    expect(c.turns.started).toEqual([]);
-
-    c.accept('t1');
     expect(c.snap().value).toBe('answering');
-    expect(c.snap().context.activeTurnId).toBe('t1');
+    expect(c.activeId()).toBe('t1');
     expect(c.snap().context.queue).toEqual([]);
     expect(c.turns.started).toEqual(['t1']);
-    expect(c.turns.inputs[0]).toEqual({ turnId: 't1', conversationId: 'conv_1', maxSteps: 4 });
+    expect(c.turns.inputs[0]).toEqual({ turn: c.handle('t1'), maxSteps: 4 });
+    // The very object the runtime sent, not a copy: the turn's steps work on it.
+    expect(c.turns.inputs[0]!.turn).toBe(c.handle('t1'));
   });
 
   it('records the finished turn output in lastTurn and goes back to idle', async () => {
     const c = start();
     c.request('t1');
-    c.accept('t1');
     await c.finish('t1');
     expect(c.snap().value).toBe('idle');
     expect(c.snap().context.lastTurn).toEqual({ turnId: 't1', outcome: 'succeeded', finishReason: 'stop' });
-    expect(c.snap().context.activeTurnId).toBeNull();
+    expect(c.activeId()).toBeNull();
   });
 });
 
@@ -124,112 +119,54 @@ describe('conversation machine: queue', () => {
   it('queues requests behind the running turn in order, up to maxQueued; the next is refused', () => {
     const c = start({ maxQueued: 2 });
     c.request('t1');
-    c.accept('t1');
     c.request('t2');
     c.request('t3');
-    expect(c.snap().context.activeTurnId).toBe('t1');
+    expect(c.activeId()).toBe('t1');
     expect(queueIds(c)).toEqual(['t2', 't3']);
 
     const before = c.snap().context;
-    expect(c.snap().can({ type: 'turn.requested', turnId: 't4' })).toBe(false);
+    expect(c.snap().can({ type: 'turn.requested', turn: c.handle('t4') })).toBe(false);
     c.request('t4');
     expect(c.snap().context).toEqual(before);
     expect(c.snap().value).toBe('answering');
   });
 
-  it('while the head is still being persisted it does not count against maxQueued', () => {
-    const c = start({ maxQueued: 2 });
-    c.request('a');
-    expect(c.snap().can({ type: 'turn.requested', turnId: 'b' })).toBe(true);
-    c.request('b');
-    c.request('c');
-    expect(queueIds(c)).toEqual(['a', 'b', 'c']);
-    const before = c.snap().context;
-    expect(c.snap().can({ type: 'turn.requested', turnId: 'd' })).toBe(false);
-    c.request('d');
-    expect(c.snap().context).toEqual(before);
+  it('maxQueued 0 allows the running turn and nothing behind it', () => {
+    const c = start({ maxQueued: 0 });
+    expect(c.snap().can({ type: 'turn.requested', turn: c.handle('t1') })).toBe(true);
+    c.request('t1');
+    expect(c.snap().can({ type: 'turn.requested', turn: c.handle('t2') })).toBe(false);
   });
 
-  it('a later accepted turn does not overtake an unaccepted head', async () => {
-    const c = start({ maxQueued: 3 });
-    c.request('a');
-    c.request('b');
-    c.accept('b');
-    expect(c.snap().value).toBe('waiting');
-    expect(c.snap().context.activeTurnId).toBeNull();
-    expect(c.turns.started).toEqual([]);
-
-    c.accept('a');
-    expect(c.snap().context.activeTurnId).toBe('a');
-    expect(c.turns.started).toEqual(['a']);
-    await c.finish('a');
-    expect(c.snap().context.activeTurnId).toBe('b');
-    expect(c.turns.started).toEqual(['a', 'b']);
-  });
-
-  it('after a turn ends, an unaccepted head blocks the ready turns behind it', async () => {
+  it('turn.withdrawn drops a queued turn: it never starts', async () => {
     const c = start({ maxQueued: 3 });
     c.request('t1');
-    c.accept('t1');
     c.request('t2');
     c.request('t3');
-    c.accept('t3');
-    await c.finish('t1');
-    expect(c.snap().value).toBe('waiting');
-    expect(c.snap().context.activeTurnId).toBeNull();
-    expect(c.turns.started).toEqual(['t1']);
-
-    c.accept('t2');
-    expect(c.snap().context.activeTurnId).toBe('t2');
-    await c.finish('t2');
-    expect(c.snap().context.activeTurnId).toBe('t3');
-    expect(c.turns.started).toEqual(['t1', 't2', 't3']);
-  });
-
-  it('turn.withdrawn removes the head and the next ready turn starts', () => {
-    const c = start({ maxQueued: 3 });
-    c.request('a');
-    c.request('b');
-    c.accept('b');
-    c.withdraw('a');
-    expect(c.snap().context.activeTurnId).toBe('b');
-    expect(c.snap().context.queue).toEqual([]);
-    expect(c.turns.started).toEqual(['b']);
-  });
-
-  it('withdrawing the only waiting turn returns to idle', () => {
-    const c = start();
-    c.request('a');
-    c.withdraw('a');
-    expect(c.snap().value).toBe('idle');
-    expect(c.snap().context.queue).toEqual([]);
-    expect(c.turns.started).toEqual([]);
-  });
-
-  it('a queued turn withdrawn while another runs never starts', async () => {
-    const c = start({ maxQueued: 3 });
-    c.request('t1');
-    c.accept('t1');
-    c.request('t2');
-    c.request('t3');
-    c.accept('t3');
     c.withdraw('t2');
     expect(queueIds(c)).toEqual(['t3']);
     await c.finish('t1');
-    expect(c.snap().context.activeTurnId).toBe('t3');
+    expect(c.activeId()).toBe('t3');
     await c.finish('t3');
     expect(c.turns.started).toEqual(['t1', 't3']);
     expect(c.snap().value).toBe('idle');
   });
 
+  it('withdrawing the running turn leaves it to end itself (the runtime already withdrew the turn object)', () => {
+    const c = start({ maxQueued: 3 });
+    c.request('t1');
+    c.request('t2');
+    c.withdraw('t1');
+    expect(c.activeId()).toBe('t1');
+    expect(c.turns.isRunning('t1')).toBe(true);
+    expect(queueIds(c)).toEqual(['t2']);
+  });
+
   it('runs turns strictly one at a time, in arrival order', async () => {
     const c = start({ maxQueued: 5 });
     const ids = ['t1', 't2', 't3', 't4', 't5', 't6'];
-    for (const id of ids) {
-      c.request(id);
-      c.accept(id);
-    }
-    expect(c.snap().context.activeTurnId).toBe('t1');
+    for (const id of ids) c.request(id);
+    expect(c.activeId()).toBe('t1');
     expect(queueIds(c)).toEqual(['t2', 't3', 't4', 't5', 't6']);
     for (const id of ids) {
       expect(c.turns.started.at(-1)).toBe(id);
@@ -246,13 +183,11 @@ describe('conversation machine: failing turns', () => {
   it('a turn that errors still frees the conversation for the next one', async () => {
     const c = start();
     c.request('t1');
-    c.accept('t1');
     c.request('t2');
-    c.accept('t2');
     c.turns.crash('t1');
-    await waitFor(c.actor, (s) => s.context.activeTurnId !== 't1', { timeout: 2_000 });
+    await waitFor(c.actor, (s) => s.context.active?.id !== 't1', { timeout: 2_000 });
     expect(c.snap().status).toBe('active');
-    expect(c.snap().context.activeTurnId).toBe('t2');
+    expect(c.activeId()).toBe('t2');
     expect(c.snap().context.lastTurn).toBeNull();
     await c.finish('t2');
     expect(c.snap().value).toBe('idle');
@@ -261,12 +196,10 @@ describe('conversation machine: failing turns', () => {
   it('a turn that errors as the last one returns to idle and takes new turns', async () => {
     const c = start();
     c.request('t1');
-    c.accept('t1');
     c.turns.crash('t1', 'not even an Error');
     await waitFor(c.actor, (s) => s.value === 'idle', { timeout: 2_000 });
     c.request('t2');
-    c.accept('t2');
-    expect(c.snap().context.activeTurnId).toBe('t2');
+    expect(c.activeId()).toBe('t2');
   });
 });
 
@@ -274,7 +207,6 @@ describe('conversation machine: idle unload (SimulatedClock)', () => {
   it('unloads after idleMs of idleness once the last turn ended, not before', async () => {
     const c = start({ idleMs: 1_000 });
     c.request('t1');
-    c.accept('t1');
     c.clock.increment(5_000); // a long turn: no idle timer while answering
     expect(c.snap().status).toBe('active');
     await c.finish('t1');
@@ -286,14 +218,6 @@ describe('conversation machine: idle unload (SimulatedClock)', () => {
     c.clock.increment(1);
     expect(c.snap().status).toBe('done');
     expect(c.snap().value).toBe('unloaded');
-  });
-
-  it('does not unload while a request waits to be accepted', () => {
-    const c = start({ idleMs: 1_000 });
-    c.request('t1');
-    c.clock.increment(10_000);
-    expect(c.snap().status).toBe('active');
-    expect(c.snap().value).toBe('waiting');
   });
 
   it('a fresh actor with no traffic unloads after idleMs', () => {
@@ -309,7 +233,6 @@ describe('conversation machine: idle unload (SimulatedClock)', () => {
     const c = start({ idleMs: 1_000 });
     c.clock.increment(900);
     c.request('t1');
-    c.accept('t1');
     await c.finish('t1'); // idle again at t=900
     c.clock.increment(200); // t=1100: past the first deadline (1000), not the new one (1900)
     expect(c.snap().status).toBe('active');
@@ -320,27 +243,15 @@ describe('conversation machine: idle unload (SimulatedClock)', () => {
     expect(c.snap().status).toBe('done');
     expect(c.snap().value).toBe('unloaded');
   });
-
-  it('a withdrawn request also restarts the idle time from when it went idle again', () => {
-    const c = start({ idleMs: 1_000 });
-    c.clock.increment(900);
-    c.request('t1');
-    c.withdraw('t1'); // idle again at t=900
-    c.clock.increment(999);
-    expect(c.snap().status).toBe('active');
-    c.clock.increment(1);
-    expect(c.snap().status).toBe('done');
-  });
 });
 
 describe('conversation machine: closed', () => {
   it('a conversation created closed refuses turn.requested', () => {
     const c = start({ status: 'closed' });
     expect(c.snap().value).toBe('closed');
-    expect(c.snap().can({ type: 'turn.requested', turnId: 't1' })).toBe(false);
+    expect(c.snap().can({ type: 'turn.requested', turn: c.handle('t1') })).toBe(false);
     const before = c.snap().context;
     c.request('t1');
-    c.accept('t1');
     expect(c.snap().context).toEqual(before);
     expect(c.turns.started).toEqual([]);
   });
@@ -350,7 +261,13 @@ describe('conversation machine: closed', () => {
     c.send({ type: 'conversation.close' });
     expect(c.snap().value).toBe('closed');
     expect(c.snap().context.status).toBe('closed');
-    expect(c.snap().can({ type: 'turn.requested', turnId: 't1' })).toBe(false);
+    expect(c.snap().can({ type: 'turn.requested', turn: c.handle('t1') })).toBe(false);
+  });
+
+  it('a closed conversation still unloads when idle', () => {
+    const c = start({ status: 'closed', idleMs: 300 });
+    c.clock.increment(300);
+    expect(c.snap().value).toBe('unloaded');
   });
 });
 
@@ -358,7 +275,7 @@ describe('conversation machine: cancel', () => {
   /** A conversation whose turns run until cancelled, recording `cancel <turnId>` in `received`. */
   function withCancellableTurns(received: string[]) {
     const turn = setup({ types: { input: {} as TurnInput, events: {} as { type: 'cancel' } } }).createMachine({
-      context: ({ input }) => ({ turnId: input.turnId }),
+      context: ({ input }) => ({ turnId: input.turn.id }),
       initial: 'running',
       states: {
         running: { on: { cancel: { target: 'done', actions: ({ context }) => received.push(`cancel ${context.turnId}`) } } },
@@ -374,27 +291,23 @@ describe('conversation machine: cancel', () => {
     const received: string[] = [];
     const actor = withCancellableTurns(received);
     actor.start();
-    actor.send({ type: 'turn.requested', turnId: 't1' });
-    actor.send({ type: 'turn.accepted', turnId: 't1' });
+    actor.send({ type: 'turn.requested', turn: { id: 't1' } });
     actor.send({ type: 'turn.cancel' });
     const snap = await waitFor(actor, (s) => s.value === 'idle', { timeout: 2_000 });
     expect(received).toEqual(['cancel t1']);
     expect(snap.context.lastTurn).toEqual({ turnId: 't1', outcome: 'succeeded', finishReason: 'cancelled' });
   });
 
-  it('withdrawing the running turn (its message could not be stored) cancels it; a queued one is just dropped', async () => {
+  it('turn.cancel naming another turn than the running one is ignored', () => {
     const received: string[] = [];
     const actor = withCancellableTurns(received);
     actor.start();
-    actor.send({ type: 'turn.requested', turnId: 't1' });
-    actor.send({ type: 'turn.accepted', turnId: 't1' });
-    actor.send({ type: 'turn.requested', turnId: 't2' });
-    actor.send({ type: 'turn.withdrawn', turnId: 't2' });
-    expect(actor.getSnapshot().context.queue).toEqual([]);
+    actor.send({ type: 'turn.requested', turn: { id: 't1' } });
+    actor.send({ type: 'turn.requested', turn: { id: 't2' } });
+    actor.send({ type: 'turn.cancel', turnId: 't2' });
     expect(received).toEqual([]);
-    actor.send({ type: 'turn.withdrawn', turnId: 't1' });
-    const snap = await waitFor(actor, (s) => s.value === 'idle', { timeout: 2_000 });
+    expect(actor.getSnapshot().context.active?.id).toBe('t1');
+    actor.send({ type: 'turn.cancel', turnId: 't1' });
     expect(received).toEqual(['cancel t1']);
-    expect(snap.context.activeTurnId).toBeNull();
   });
 });

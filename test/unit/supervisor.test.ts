@@ -1,14 +1,13 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { assign, fromPromise, SimulatedClock, waitFor, type AnyActorLogic } from 'xstate';
 import { conversationMachine } from '../../actors/conversation/conversation.machine.js';
-import type { QueuedTurn } from '../../actors/conversation/conversation.types.js';
 import type { TurnInput, TurnOutput } from '../../actors/turn/turn.types.js';
 import type { Logger } from '../../src/log/logger.js';
 import { Supervisor, type ConversationLogic, type SupervisorOptions } from '../../src/runtime/supervisor.js';
 
 /** A turn that succeeds at once. */
 const quickTurn = fromPromise<TurnOutput, TurnInput>(async ({ input }) => ({
-  turnId: input.turnId, outcome: 'succeeded', finishReason: 'stop',
+  turnId: input.turn.id, outcome: 'succeeded', finishReason: 'stop',
 }));
 
 /** The real conversation machine with the stub turn. */
@@ -23,8 +22,8 @@ const poisonableLogic = conversationMachine.provide({
     enqueue: assign({
       queue: ({ context, event }) => {
         if (event.type !== 'turn.requested') return context.queue;
-        if (event.turnId === 'poison') throw new Error('boom');
-        return [...context.queue, { turnId: event.turnId, ready: false } satisfies QueuedTurn];
+        if (event.turn.id === 'poison') throw new Error('boom');
+        return [...context.queue, event.turn];
       },
     }),
   },
@@ -85,8 +84,7 @@ describe('Supervisor: registry', () => {
   it('runs turns through the acquired actor', async () => {
     const { supervisor } = makeSupervisor();
     const actor = await supervisor.acquire({ id: 'conv_1', status: 'active' });
-    actor.send({ type: 'turn.requested', turnId: 't1' });
-    actor.send({ type: 'turn.accepted', turnId: 't1' });
+    actor.send({ type: 'turn.requested', turn: { id: 't1' } });
     const snap = await waitFor(actor, (s) => s.context.lastTurn !== null, { timeout: 2_000 });
     expect(snap.context.lastTurn).toEqual({ turnId: 't1', outcome: 'succeeded', finishReason: 'stop' });
     supervisor.stopAll();
@@ -116,7 +114,7 @@ describe('Supervisor: idle unload and rehydration', () => {
     expect(second.getSnapshot().status).toBe('active');
     expect(second.getSnapshot().context.status).toBe('closed');
     expect(second.getSnapshot().value).toBe('closed');
-    expect(second.getSnapshot().can({ type: 'turn.requested', turnId: 't1' })).toBe(false);
+    expect(second.getSnapshot().can({ type: 'turn.requested', turn: { id: 't1' } })).toBe(false);
     supervisor.stopAll();
   });
 
@@ -124,8 +122,7 @@ describe('Supervisor: idle unload and rehydration', () => {
     const { supervisor, clock } = makeSupervisor();
     const actor = await supervisor.acquire({ id: 'conv_1', status: 'active' });
     clock.increment(IDLE_MS - 100);
-    actor.send({ type: 'turn.requested', turnId: 't1' });
-    actor.send({ type: 'turn.accepted', turnId: 't1' });
+    actor.send({ type: 'turn.requested', turn: { id: 't1' } });
     await waitFor(actor, (s) => s.value === 'idle' && s.context.lastTurn !== null, { timeout: 2_000 });
     clock.increment(100);
     expect(supervisor.peek('conv_1')).toBe(actor);
@@ -140,7 +137,7 @@ describe('Supervisor: crashes', () => {
     const { supervisor, log, crashes } = makeSupervisor({ logic: poisonableLogic, baseBackoffMs: 5, maxBackoffMs: 50 });
     const seed = { id: 'conv_1', status: 'active' as const };
     const first = await supervisor.acquire(seed);
-    first.send({ type: 'turn.requested', turnId: 'poison' });
+    first.send({ type: 'turn.requested', turn: { id: 'poison' } });
 
     expect(first.getSnapshot().status).toBe('error');
     expect(supervisor.peek('conv_1')).toBeUndefined();
@@ -160,8 +157,7 @@ describe('Supervisor: crashes', () => {
     // The event that crashed it is not replayed: the new actor starts empty and idle.
     expect(second.getSnapshot().value).toBe('idle');
     expect(second.getSnapshot().context.queue).toEqual([]);
-    second.send({ type: 'turn.requested', turnId: 't1' });
-    second.send({ type: 'turn.accepted', turnId: 't1' });
+    second.send({ type: 'turn.requested', turn: { id: 't1' } });
     const snap = await waitFor(second, (s) => s.context.lastTurn !== null, { timeout: 2_000 });
     expect(snap.context.lastTurn).toEqual({ turnId: 't1', outcome: 'succeeded', finishReason: 'stop' });
     expect(supervisor.peek('conv_1')).toBe(second);
@@ -173,7 +169,7 @@ describe('Supervisor: crashes', () => {
     const { supervisor, crashes } = makeSupervisor({ logic: poisonableLogic });
     const a = await supervisor.acquire({ id: 'conv_a', status: 'active' });
     const b = await supervisor.acquire({ id: 'conv_b', status: 'active' });
-    a.send({ type: 'turn.requested', turnId: 'poison' });
+    a.send({ type: 'turn.requested', turn: { id: 'poison' } });
     expect(crashes.map((c) => c.id)).toEqual(['conv_a']);
     expect(supervisor.peek('conv_b')).toBe(b);
     expect(b.getSnapshot().status).toBe('active');
@@ -192,7 +188,7 @@ describe('Supervisor: crashes', () => {
       expect(seen.has(actor)).toBe(false);
       seen.add(actor);
       expect(actor.getSnapshot().status).toBe('active');
-      actor.send({ type: 'turn.requested', turnId: 'poison' });
+      actor.send({ type: 'turn.requested', turn: { id: 'poison' } });
       expect(supervisor.peek('conv_1')).toBeUndefined();
     }
     const errors = log.lines.filter((l) => l.level === 'error').map((l) => l.obj);
@@ -207,11 +203,11 @@ describe('Supervisor: crashes', () => {
   it('an actor that ran until idle unload clears the crash history: the next crash backs off from the base again', async () => {
     const { supervisor, log, clock } = makeSupervisor({ logic: poisonableLogic, baseBackoffMs: 1, maxBackoffMs: 8 });
     const seed = { id: 'conv_1', status: 'active' as const };
-    for (let i = 0; i < 3; i++) (await supervisor.acquire(seed)).send({ type: 'turn.requested', turnId: 'poison' });
+    for (let i = 0; i < 3; i++) (await supervisor.acquire(seed)).send({ type: 'turn.requested', turn: { id: 'poison' } });
     await supervisor.acquire(seed);
     clock.increment(IDLE_MS);
     expect(supervisor.peek('conv_1')).toBeUndefined();
-    (await supervisor.acquire(seed)).send({ type: 'turn.requested', turnId: 'poison' });
+    (await supervisor.acquire(seed)).send({ type: 'turn.requested', turn: { id: 'poison' } });
     const errors = log.lines.filter((l) => l.level === 'error').map((l) => l.obj);
     expect(errors.map((o) => [o.crash_count, o.restart_in_ms])).toEqual([[1, 1], [2, 2], [3, 4], [1, 1]]);
     supervisor.stopAll();
@@ -223,7 +219,7 @@ describe('Supervisor: crashes', () => {
     const { supervisor } = makeSupervisor({ logic: poisonableLogic, baseBackoffMs: 100, maxBackoffMs: 1_000 });
     const seed = { id: 'conv_1', status: 'active' as const };
     const first = await supervisor.acquire(seed);
-    first.send({ type: 'turn.requested', turnId: 'poison' });
+    first.send({ type: 'turn.requested', turn: { id: 'poison' } });
 
     let resolved = 0;
     const p1 = supervisor.acquire(seed).then((a) => { resolved++; return a; });
@@ -239,7 +235,7 @@ describe('Supervisor: crashes', () => {
     expect(supervisor.size).toBe(1);
 
     // Second crash: the wait doubles.
-    a1.send({ type: 'turn.requested', turnId: 'poison' });
+    a1.send({ type: 'turn.requested', turn: { id: 'poison' } });
     let again = false;
     const p3 = supervisor.acquire(seed).then((a) => { again = true; return a; });
     await vi.advanceTimersByTimeAsync(199);
@@ -248,6 +244,31 @@ describe('Supervisor: crashes', () => {
     const a3 = await p3;
     expect(again).toBe(true);
     expect(a3.getSnapshot().status).toBe('active');
+    supervisor.stopAll();
+  });
+});
+
+describe('Supervisor: bounded crash records', () => {
+  it('keeps at most maxCrashRecords, dropping the oldest', async () => {
+    const { supervisor } = makeSupervisor({ logic: poisonableLogic, maxCrashRecords: 3 });
+    for (const id of ['c1', 'c2', 'c3', 'c4', 'c5']) {
+      (await supervisor.acquire({ id, status: 'active' })).send({ type: 'turn.requested', turn: { id: 'poison' } });
+    }
+    expect(supervisor.crashRecords).toBe(3);
+    // c1 was forgotten: no backoff wait, a fresh actor at once.
+    const fresh = await supervisor.acquire({ id: 'c1', status: 'active' });
+    expect(fresh.getSnapshot().status).toBe('active');
+    supervisor.stopAll();
+  });
+
+  it('forgets a crash record crashMemoryMs after its restart time', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    const { supervisor } = makeSupervisor({ logic: poisonableLogic, baseBackoffMs: 10, maxBackoffMs: 10, crashMemoryMs: 1_000 });
+    (await supervisor.acquire({ id: 'old', status: 'active' })).send({ type: 'turn.requested', turn: { id: 'poison' } });
+    expect(supervisor.crashRecords).toBe(1);
+    await vi.advanceTimersByTimeAsync(1_011);
+    (await supervisor.acquire({ id: 'new', status: 'active' })).send({ type: 'turn.requested', turn: { id: 'poison' } });
+    expect(supervisor.crashRecords).toBe(1);
     supervisor.stopAll();
   });
 });

@@ -5,6 +5,8 @@
  * key, so the service runs and the tests pass without an upstream.
  */
 import type { ModelMessage, ModelPart, ModelProvider, ModelTurnInput, Passage } from '../port.js';
+import { splitSentences } from '../../text/sentences.js';
+import { STOPWORDS } from '../../text/stopwords.js';
 import { inProcessTokenCounter, type TokenCounter } from '../token-counter.js';
 
 /** Options of the builtin model. */
@@ -36,22 +38,6 @@ const MAX_SENTENCES = 3;
 const MAX_ANSWER_CHARS = 700;
 /** A single sentence longer than this is cut at a word boundary and ends with an ellipsis. */
 const MAX_SENTENCE_CHARS = 400;
-
-/** Small English stopword list: function words and question scaffolding that carry no topic. */
-const STOPWORDS = new Set(
-  (
-    'about above after again against all also and any are aren because been before being below between ' +
-    'both but can cannot could couldn did didn does doesn doing don down during each either else ever ' +
-    'every few for from further get gets getting got had hadn has hasn have haven having her here hers ' +
-    'herself him himself his how however into isn its itself just let lets like make many may maybe might ' +
-    'mine more most much must mustn myself need needs neither nor not now off once one only other ought ' +
-    'our ours ourselves out over own please same shall shan she should shouldn since some such than that ' +
-    'the their theirs them themselves then there these they this those though through too under until ' +
-    'upon use used using very via want wants was wasn way were weren what whats when where whether which ' +
-    'while who whom whose why will with within without won would wouldn yes yet you your yours yourself ' +
-    'yourselves tell explain know show thing things something anything really kind sort'
-  ).split(/\s+/),
-);
 
 /** Greeting words; never topic terms. */
 const GREETING_WORDS = new Set('hi hello hey hiya howdy greetings hallo bonjour hola'.split(' '));
@@ -118,21 +104,20 @@ const FENCE_RE = /^(?:```|~~~)/;
 const HEADING_RE = /^#{1,6}\s/;
 const BULLET_RE = /^(?:[-*+]|\d{1,3}[.)])\s+/;
 const TABLE_RULE_RE = /^\|?\s*:?-{3,}/;
-const SENTENCE_SPLIT_RE = /(?<=[.!?])\s+(?=["'(\[`*_]?[\p{Lu}\p{N}])/u;
 
 /**
  * Split passage text into sentences: fenced code, markdown headings and table rules are skipped, list
- * items are their own paragraphs, hard-wrapped lines are joined, and paragraphs are cut after `.`, `!`
- * or `?` followed by whitespace and an upper-case letter or digit.
+ * items are their own paragraphs, hard-wrapped lines are joined, and paragraphs are cut into sentences by
+ * the shared splitter (src/text/sentences.ts).
  */
-function splitSentences(text: string): string[] {
+function passageSentences(text: string): string[] {
   const out: string[] = [];
   let para: string[] = [];
   let inFence = false;
   const flush = (): void => {
     if (para.length === 0) return;
-    for (const s of para.join(' ').split(SENTENCE_SPLIT_RE)) {
-      const t = s.trim();
+    for (const s of splitSentences(para.join(' '))) {
+      const t = s.text.trim();
       if (t.length > 0) out.push(t);
     }
     para = [];
@@ -195,7 +180,7 @@ function candidates(terms: Set<string>, passages: Passage[]): Candidate[] {
     let headingHits = 0;
     for (const t of terms) if (headingStems.has(t)) headingHits++;
     const headingBonus = Math.min(0.45, 0.15 * headingHits);
-    splitSentences(p.text).forEach((raw, si) => {
+    passageSentences(p.text).forEach((raw, si) => {
       const stems = stemSet(raw);
       const hit = new Set<string>();
       for (const t of terms) if (stems.has(t)) hit.add(t);

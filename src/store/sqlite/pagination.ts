@@ -1,4 +1,4 @@
-import type { Page, PageRequest } from '../ports.js';
+import type { Page, PageRequest } from '../records.js';
 
 /**
  * Turns `limit + 1` fetched rows into an API.md page: `has_more` is true when the extra row exists.

@@ -1,9 +1,4 @@
-/** Words too common to help a bm25 query (English). */
-const STOPWORDS = new Set(
-  ('a an and are as at be but by can do does did for from has have how i if in into is it its me my of on or ' +
-    'should so than that the their them then there these they this to us was we what when where which who why ' +
-    'will with would you your about any use using').split(' '),
-);
+import { STOPWORDS } from '../../text/stopwords.js';
 
 /**
  * An FTS5 MATCH expression for free text: each distinct word (Unicode letters/digits, lower-cased,

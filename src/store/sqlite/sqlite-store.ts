@@ -1,12 +1,11 @@
 import type Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { newId } from '../../ids/ids.js';
-import type { Passage } from '../../models/port.js';
+import type { Store } from '../ports.js';
 import type {
-  AgentPatch, AgentRecord, ApiKeyRecord, ConversationListFilter, ConversationRecord, ConversationStatus,
-  DocumentRecord, KnowledgeBaseRecord, MessageRecord, OrganizationRecord, Page, PageRequest, Store,
-} from '../ports.js';
-import type { ChunkDraft } from '../../knowledge/types.js';
+  AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
+  DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk, OrganizationRecord, Page, PageRequest,
+} from '../records.js';
 import { openDatabase, type SqliteSync } from './database.js';
 import { GroupCommit } from './group-commit.js';
 import { toPage } from './pagination.js';
@@ -52,7 +51,7 @@ function messageFromRow(r: Row): MessageRecord {
     turn_id: (r.turn_id as string | null) ?? null, role: r.role as MessageRecord['role'],
     content: r.content as string, citations: parse(r.citations), tool_runs: parse(r.tool_runs),
     usage: r.usage == null ? null : parse(r.usage), status: r.status as MessageRecord['status'],
-    finish_reason: (r.finish_reason as string | null) ?? null,
+    finish_reason: (r.finish_reason as MessageRecord['finish_reason']) ?? null,
     error: r.error == null ? null : parse(r.error), created_at: r.created_at as string,
   };
 }
@@ -93,7 +92,7 @@ export function createSqliteStore(dataDir: string, opts: { sync?: SqliteSync } =
     'INSERT INTO conversations (id, org_id, agent_id, status, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
   const updateStatus = db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?');
 
-  const completeDocument = db.transaction((id: string, chunks: ChunkDraft[], at: string): boolean => {
+  const completeDocument = db.transaction((id: string, chunks: NewChunk[], at: string): boolean => {
     const doc = db.prepare('SELECT * FROM documents WHERE id = ?').get(id) as Row | undefined;
     if (!doc) return false;
     db.prepare('DELETE FROM chunks WHERE doc_id = ?').run(id);
@@ -201,7 +200,7 @@ export function createSqliteStore(dataDir: string, opts: { sync?: SqliteSync } =
       async deleteDocument(orgId, kbId, id) {
         return deleteDocument(orgId, kbId, id);
       },
-      async search(orgId, kbIds, query, k): Promise<Passage[]> {
+      async search(orgId, kbIds, query, k): Promise<ChunkHit[]> {
         const match = toFtsQuery(query);
         if (!match || kbIds.length === 0 || k <= 0) return [];
         const marks = kbIds.map(() => '?').join(', ');

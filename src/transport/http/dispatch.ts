@@ -1,6 +1,4 @@
-import { authenticateApiKey } from '../../auth/authenticate.js';
-import type { Principal } from '../../auth/principal.js';
-import type { ApiKeysPort } from '../../store/ports.js';
+import type { AccessService, Principal } from '../../runtime/services/access.js';
 import type { HttpRequest, HttpResult, RouteDef } from './types.js';
 import { parseJson, queryObject, validate } from './validate.js';
 
@@ -13,11 +11,9 @@ const NO_PRINCIPAL: Principal = { kind: 'api_key', orgId: '', credentialId: '' }
  * Builds the dispatcher. Order: credentials first (so an unauthenticated caller learns nothing about
  * ids or bodies), then query, then body (400 invalid_json / validation_failed).
  */
-export function createDispatcher(apiKeys: ApiKeysPort): Dispatcher {
+export function createDispatcher(access: AccessService): Dispatcher {
   return async (req, route, params) => {
-    const principal = route.auth === 'api_key'
-      ? await authenticateApiKey(apiKeys, req.headers.authorization, req.query)
-      : NO_PRINCIPAL;
+    const principal = route.auth === 'api_key' ? await access.authenticate(req.headers, req.query) : NO_PRINCIPAL;
     const query = route.query ? validate(route.query, queryObject(req.query), 'query') : {};
     let body: unknown = undefined;
     if (route.body && route.body !== 'raw') body = validate(route.body, parseJson(req.body), 'body');

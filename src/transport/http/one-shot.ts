@@ -1,8 +1,8 @@
 import { AppError } from '../../errors/app-error.js';
 import type { ErrorCode } from '../../errors/catalogue.js';
 import { ERROR_CATALOGUE } from '../../errors/catalogue.js';
-import type { TurnChannel } from '../../runtime/turn-channel.js';
-import type { Citation, ToolRun, Usage } from '../../store/ports.js';
+import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
+import type { FinishReason, Citation, ToolRun, Usage } from '../../vocabulary/turn.js';
 
 /** The one-shot chat reply (API.md "Chat", stream=false). */
 export interface OneShotReply {
@@ -12,7 +12,7 @@ export interface OneShotReply {
   citations: Citation[];
   tool_runs: ToolRun[];
   usage: Usage;
-  finish_reason: string;
+  finish_reason: FinishReason;
 }
 
 /**
@@ -28,7 +28,7 @@ export function collectReply(channel: TurnChannel): Promise<OneShotReply> {
     };
     const calls = new Map<string, ToolRun>();
     channel.subscribe({
-      onEvent({ event }) {
+      onEvent(_seq, event) {
         switch (event.type) {
           case 'token': reply.content += event.delta; break;
           case 'replace': reply.content = event.delta; break;

@@ -4,6 +4,14 @@
  * fields are refused (API.md "Conventions").
  */
 import { z } from 'zod';
+import { ModelChoiceSchema, SafetySettingsSchema } from '../../vocabulary/agent.js';
+import { ConversationStatusSchema } from '../../vocabulary/conversation.js';
+import { DOCUMENT_CONTENT_TYPES, DocumentStatusSchema } from '../../vocabulary/document.js';
+import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message.js';
+import { StreamEventSchema } from '../../vocabulary/stream-event.js';
+import { CitationSchema, FinishReasonSchema, ToolRunSchema, TurnErrorSchema, UsageSchema } from '../../vocabulary/turn.js';
+
+export { CitationSchema, ConversationStatusSchema, StreamEventSchema, ToolRunSchema, UsageSchema };
 
 const id = (prefix: string) => z.string().regex(new RegExp(`^${prefix}_[0-9A-Za-z]{1,64}$`), `must be a ${prefix}_ id`);
 const time = z.string().describe('RFC 3339 UTC time');
@@ -23,17 +31,6 @@ export const PageQuery = z.object({
 export const listOf = <T extends z.ZodType>(item: T, name: string) =>
   z.object({ data: z.array(item), has_more: z.boolean() }).meta({ id: name });
 
-export const ModelChoiceSchema = z.object({
-  provider: z.string().min(1).max(64),
-  name: z.string().min(1).max(200),
-}).strict();
-
-export const SafetySchema = z.object({
-  blocked_phrases: z.array(z.string().min(1).max(200)).max(200).default([]),
-  redact_pii: z.boolean().default(true),
-  blocked_message: z.string().min(1).max(2000).default("I'm sorry, I can't help with that."),
-}).strict();
-
 export const TOOL_NAMES = ['search_knowledge'] as const;
 
 const agentFields = {
@@ -43,7 +40,7 @@ const agentFields = {
   model: ModelChoiceSchema,
   knowledge_base_ids: z.array(id('kb')).max(20),
   tools: z.array(z.enum(TOOL_NAMES)).max(10),
-  safety: SafetySchema,
+  safety: SafetySettingsSchema,
 };
 
 export const AgentCreateSchema = z.object({
@@ -72,14 +69,14 @@ export const KnowledgeBaseSchema = z.object({ id: z.string(), name: z.string(), 
 export const DocumentJsonSchema = z.object({
   title: z.string().trim().min(1).max(300),
   content: z.string().min(1),
-  content_type: z.enum(['text/plain', 'text/markdown']).default('text/markdown'),
+  content_type: z.enum(DOCUMENT_CONTENT_TYPES).default('text/markdown'),
 }).strict().meta({ id: 'DocumentCreate' });
 
 export const DocumentQuery = z.object({ title: z.string().trim().min(1).max(300).optional() }).strict();
 
 export const DocumentSchema = z.object({
   id: z.string(), knowledge_base_id: z.string(), title: z.string(), content_type: z.string(),
-  status: z.enum(['processing', 'ready', 'failed']), error: z.string().nullable(), chunk_count: z.number().int(),
+  status: DocumentStatusSchema, error: z.string().nullable(), chunk_count: z.number().int(),
   bytes: z.number().int(), created_at: time, updated_at: time,
 }).meta({ id: 'Document' });
 
@@ -90,19 +87,9 @@ export const SearchQuery = z.object({
   k: z.coerce.number().int().min(1).max(50).default(5),
 }).strict();
 
-export const CitationSchema = z.object({
-  document_id: z.string(), chunk_id: z.string(), title: z.string(), snippet: z.string(), score: z.number(),
-}).meta({ id: 'Citation' });
-
 export const SearchResultSchema = z.object({
   data: z.array(z.object({ document_id: z.string(), chunk_id: z.string(), title: z.string(), heading: z.string(), text: z.string(), score: z.number() })),
 }).meta({ id: 'SearchResults' });
-
-export const UsageSchema = z.object({ input_tokens: z.number().int(), output_tokens: z.number().int(), total_tokens: z.number().int() }).meta({ id: 'Usage' });
-
-export const ToolRunSchema = z.object({
-  id: z.string(), name: z.string(), arguments: z.unknown(), output: z.unknown(), is_error: z.boolean(),
-}).meta({ id: 'ToolRun' });
 
 export const ChatRequestSchema = z.object({
   message: z.string().min(1).max(32_000),
@@ -111,29 +98,10 @@ export const ChatRequestSchema = z.object({
   metadata: z.record(z.string(), z.unknown()).optional(),
 }).strict().meta({ id: 'ChatRequest' });
 
-export const FINISH_REASONS = ['stop', 'length', 'content_filter', 'handoff', 'cancelled'] as const;
-
 export const ChatResponseSchema = z.object({
   conversation_id: z.string(), message_id: z.string(), content: z.string(), citations: z.array(CitationSchema),
-  tool_runs: z.array(ToolRunSchema), usage: UsageSchema, finish_reason: z.enum(FINISH_REASONS),
+  tool_runs: z.array(ToolRunSchema), usage: UsageSchema, finish_reason: FinishReasonSchema,
 }).meta({ id: 'ChatResponse' });
-
-const TurnErrorSchema = z.object({ type: z.string(), code: z.string(), message: z.string() });
-
-export const StreamEventSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('conversation'), conversation_id: z.string(), turn_id: z.string(), visitor_token: z.string().optional() }),
-  z.object({ type: z.literal('token'), delta: z.string() }),
-  z.object({ type: z.literal('tool_call'), tool_call: z.object({ id: z.string(), name: z.string(), arguments: z.unknown() }) }),
-  z.object({ type: z.literal('tool_result'), tool_result: z.object({ tool_call_id: z.string(), name: z.string(), output: z.unknown(), is_error: z.boolean() }) }),
-  z.object({ type: z.literal('citations'), citations: z.array(CitationSchema) }),
-  z.object({ type: z.literal('replace'), delta: z.string() }),
-  z.object({ type: z.literal('message'), message_id: z.string() }),
-  z.object({ type: z.literal('usage'), usage: UsageSchema }),
-  z.object({ type: z.literal('done'), finish_reason: z.enum(FINISH_REASONS) }),
-  z.object({ type: z.literal('error'), error: TurnErrorSchema }),
-]).meta({ id: 'StreamEvent', description: 'One SSE `data:` line; `id:` is `<turn_id>:<seq>`.' });
-
-export const ConversationStatusSchema = z.enum(['active', 'pending_handoff', 'handed_off', 'closed']);
 
 export const ConversationSchema = z.object({
   id: z.string(), agent_id: z.string(), status: ConversationStatusSchema, metadata: z.record(z.string(), z.unknown()),
@@ -147,9 +115,9 @@ export const ConversationListQuery = PageQuery.extend({
 
 export const MessageSchema = z.object({
   id: z.string(), conversation_id: z.string(), turn_id: z.string().nullable(),
-  role: z.enum(['visitor', 'agent', 'operator']), content: z.string(), citations: z.array(CitationSchema),
-  tool_runs: z.array(ToolRunSchema), usage: UsageSchema.nullable(), status: z.enum(['completed', 'failed']),
-  finish_reason: z.string().nullable(), error: TurnErrorSchema.nullable(), created_at: time,
+  role: MessageRoleSchema, content: z.string(), citations: z.array(CitationSchema),
+  tool_runs: z.array(ToolRunSchema), usage: UsageSchema.nullable(), status: MessageStatusSchema,
+  finish_reason: FinishReasonSchema.nullable(), error: TurnErrorSchema.nullable(), created_at: time,
 }).meta({ id: 'Message' });
 
 export const EmptyQuery = z.object({}).strict();

@@ -1,18 +1,25 @@
 import type { Config } from '../../config/config.js';
-import type { KnowledgeService } from '../../knowledge/knowledge-service.js';
 import type { Logger } from '../../log/logger.js';
-import type { ModelRegistry } from '../../models/registry.js';
 import type { ChatService } from '../../runtime/chat-service.js';
-import type { Store } from '../../store/ports.js';
+import type { AccessService } from '../../runtime/services/access.js';
+import type { AgentService } from '../../runtime/services/agents.js';
+import type { ConversationService } from '../../runtime/services/conversations.js';
+import type { HealthService } from '../../runtime/services/health.js';
+import type { KnowledgeBaseService } from '../../runtime/services/knowledge-bases.js';
 
-/** What route handlers may call: the runtime's services, never the transport. */
+/**
+ * What route handlers may call: the runtime's services (DESIGN.md layers: transport -> runtime), never
+ * the store or the domain modules below the runtime.
+ */
 export interface Services {
   config: Readonly<Config>;
-  store: Store;
-  chat: ChatService;
-  knowledge: KnowledgeService;
-  models: ModelRegistry;
   logger: Logger;
+  access: AccessService;
+  agents: AgentService;
+  knowledgeBases: KnowledgeBaseService;
+  conversations: ConversationService;
+  chat: ChatService;
+  health: HealthService;
   /** Prometheus text exposition of the metrics registry. */
   metricsText(): Promise<string>;
 }

@@ -1,6 +1,6 @@
 import type { ZodType } from 'zod';
-import type { Principal } from '../../auth/principal.js';
-import type { TurnChannel } from '../../runtime/turn-channel.js';
+import type { Principal } from '../../runtime/services/access.js';
+import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
 
 /** An HTTP request as route handlers see it: no uWS types, everything copied out of the socket. */
 export interface HttpRequest {

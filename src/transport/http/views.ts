@@ -1,7 +1,7 @@
 /**
  * Store records as the API shows them (API.md field names; internal fields such as `org_id` dropped).
  */
-import type { AgentRecord, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MessageRecord, Page } from '../../store/ports.js';
+import type { AgentRecord, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MessageRecord, Page } from '../../store/records.js';
 
 export function agentView(a: AgentRecord) {
   return {

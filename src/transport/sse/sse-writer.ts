@@ -1,4 +1,4 @@
-import type { ChannelEntry, TurnChannel } from '../../runtime/turn-channel.js';
+import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
 
 /** Where SSE bytes go: the transport's response, already carrying status and headers. */
 export interface SseSink {
@@ -12,8 +12,8 @@ export interface SseSink {
 }
 
 /** The SSE frame of one event: `id: <turn_id>:<seq>`, one `data:` line (JSON has no raw newlines), blank line. */
-export function sseFrame(turnId: string, entry: ChannelEntry): string {
-  return `id: ${turnId}:${entry.seq}\ndata: ${entry.json}\n\n`;
+export function sseFrame(turnId: string, seq: number, json: string): string {
+  return `id: ${turnId}:${seq}\ndata: ${json}\n\n`;
 }
 
 interface LiveStream {
@@ -45,10 +45,10 @@ export class SseHub {
     const turnId = channel.turnId;
     let closed = false;
     const unsubscribe = channel.subscribe({
-      onEvent: (entry) => {
+      onEvent: (seq, _event, json) => {
         if (closed) return;
         stream.lastWriteAt = Date.now();
-        if (!sink.write(sseFrame(turnId, entry)) && sink.bufferedBytes() > this.maxBufferedBytes) {
+        if (!sink.write(sseFrame(turnId, seq, json)) && sink.bufferedBytes() > this.maxBufferedBytes) {
           closed = true;
           this.live.delete(stream);
           sink.abort();
@@ -61,6 +61,13 @@ export class SseHub {
         sink.end();
       },
     }, afterSeq);
+    if (unsubscribe === undefined) {
+      // The events after `afterSeq` are no longer kept (the caller checked, but not in this tick): end.
+      closed = true;
+      this.live.delete(stream);
+      sink.end();
+      return () => {};
+    }
     return () => {
       closed = true;
       this.live.delete(stream);

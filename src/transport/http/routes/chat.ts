@@ -1,5 +1,4 @@
 import type { z } from 'zod';
-import { AppError } from '../../../errors/app-error.js';
 import {
   ChatRequestSchema, ChatResponseSchema, ConversationListQuery, ConversationSchema, EmptyQuery, ErrorSchema, listOf,
   MessageSchema, PageQuery, StreamEventSchema,
@@ -33,8 +32,7 @@ export function chatRoutes(s: Services): RouteDef[] {
         { status: 504, description: 'model_timeout (one-shot)', schema: ErrorSchema },
       ],
       async handle({ principal, params, body }: { principal: { orgId: string }; params: Record<string, string>; body: z.infer<typeof ChatRequestSchema> }) {
-        const agent = await s.store.agents.get(principal.orgId, params.agent_id!);
-        if (!agent) throw new AppError('not_found', 'No such agent.');
+        const agent = await s.agents.get(principal.orgId, params.agent_id!);
         const channel = await s.chat.send(principal.orgId, agent, body);
         if (body.stream) return { kind: 'sse', channel, afterSeq: 0 };
         return { kind: 'json', status: 200, body: await collectReply(channel) };
@@ -44,7 +42,7 @@ export function chatRoutes(s: Services): RouteDef[] {
       method: 'GET', path: '/v1/conversations', tag: 'Conversations', summary: 'List conversations', auth: 'api_key', query: ConversationListQuery,
       responses: [{ status: 200, description: 'Conversations, newest first', schema: listOf(ConversationSchema, 'ConversationList') }],
       async handle({ principal, query }: { principal: { orgId: string }; query: z.infer<typeof ConversationListQuery> }) {
-        const page = await s.store.conversations.list(principal.orgId, { agent_id: query.agent_id, status: query.status }, query);
+        const page = await s.conversations.list(principal.orgId, { agent_id: query.agent_id, status: query.status }, query);
         return { kind: 'json', status: 200, body: pageView(page, conversationView) };
       },
     },
@@ -52,9 +50,7 @@ export function chatRoutes(s: Services): RouteDef[] {
       method: 'GET', path: '/v1/conversations/{conversation_id}', tag: 'Conversations', summary: 'Get a conversation', auth: 'api_key', query: EmptyQuery,
       responses: [{ status: 200, description: 'The conversation', schema: ConversationSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
-        const c = await s.store.conversations.get(principal.orgId, params.conversation_id!);
-        if (!c) throw new AppError('not_found', 'No such conversation.');
-        return { kind: 'json', status: 200, body: conversationView(c) };
+        return { kind: 'json', status: 200, body: conversationView(await s.conversations.get(principal.orgId, params.conversation_id!)) };
       },
     },
     {
@@ -62,9 +58,7 @@ export function chatRoutes(s: Services): RouteDef[] {
       summary: "A conversation's messages in order (the way to recover after a dropped stream, SPEC.md 4 rule 5)",
       responses: [{ status: 200, description: 'Messages, oldest first', schema: listOf(MessageSchema, 'MessageList') }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params, query }) {
-        const c = await s.store.conversations.get(principal.orgId, params.conversation_id!);
-        if (!c) throw new AppError('not_found', 'No such conversation.');
-        return { kind: 'json', status: 200, body: pageView(await s.store.conversations.listMessages(principal.orgId, c.id, query), messageView) };
+        return { kind: 'json', status: 200, body: pageView(await s.conversations.messages(principal.orgId, params.conversation_id!, query), messageView) };
       },
     },
     {
@@ -75,10 +69,7 @@ export function chatRoutes(s: Services): RouteDef[] {
         { status: 404, description: 'Unknown turn, or no longer kept (fetch the messages instead)', schema: ErrorSchema },
       ],
       async handle({ principal, params, req }) {
-        const channel = s.chat.sessions.channel(params.turn_id!);
-        if (!channel || channel.orgId !== principal.orgId || channel.conversationId !== params.conversation_id) {
-          throw new AppError('not_found', 'No such turn, or its events are no longer kept; fetch the conversation messages instead.');
-        }
+        const channel = s.chat.replay(principal.orgId, params.conversation_id!, params.turn_id!);
         return { kind: 'sse', channel, afterSeq: lastSeq(req.headers['last-event-id'], channel.turnId) };
       },
     },

@@ -1,7 +1,6 @@
 import type { z } from 'zod';
 import { AppError } from '../../../errors/app-error.js';
-import { newId } from '../../../ids/ids.js';
-import { DOCUMENT_CONTENT_TYPES, type DocumentContentType } from '../../../knowledge/types.js';
+import { DOCUMENT_CONTENT_TYPES, type DocumentContentType } from '../../../vocabulary/document.js';
 import {
   DocumentAcceptedSchema, DocumentJsonSchema, DocumentQuery, DocumentSchema, EmptyQuery, ErrorSchema,
   KnowledgeBaseCreateSchema, KnowledgeBaseSchema, listOf, PageQuery, SearchQuery, SearchResultSchema,
@@ -24,8 +23,7 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       body: KnowledgeBaseCreateSchema, query: EmptyQuery,
       responses: [{ status: 201, description: 'The knowledge base', schema: KnowledgeBaseSchema }],
       async handle({ principal, body }: { principal: { orgId: string }; body: z.infer<typeof KnowledgeBaseCreateSchema> }) {
-        const kb = { id: newId('kb'), org_id: principal.orgId, name: body.name, created_at: new Date().toISOString() };
-        await s.store.knowledge.createBase(kb);
+        const kb = await s.knowledgeBases.create(principal.orgId, body.name);
         return { kind: 'json', status: 201, body: knowledgeBaseView(kb) };
       },
     },
@@ -33,7 +31,7 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       method: 'GET', path: '/v1/knowledge-bases', tag: 'Knowledge bases', summary: 'List knowledge bases', auth: 'api_key', query: PageQuery,
       responses: [{ status: 200, description: 'Knowledge bases, newest first', schema: listOf(KnowledgeBaseSchema, 'KnowledgeBaseList') }],
       async handle({ principal, query }) {
-        return { kind: 'json', status: 200, body: pageView(await s.store.knowledge.listBases(principal.orgId, query), knowledgeBaseView) };
+        return { kind: 'json', status: 200, body: pageView(await s.knowledgeBases.list(principal.orgId, query), knowledgeBaseView) };
       },
     },
     {
@@ -45,7 +43,6 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
         { status: 415, description: 'Unsupported content type', schema: ErrorSchema },
       ],
       async handle({ principal, params, req, query }: { principal: { orgId: string }; params: Record<string, string>; req: { headers: Record<string, string>; body: Buffer | null }; query: z.infer<typeof DocumentQuery> }) {
-        const kb = await s.knowledge.requireBase(principal.orgId, params.kb_id!);
         const type = mediaType(req.headers['content-type']);
         let upload;
         if (type === 'application/json') {
@@ -59,7 +56,7 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
         } else {
           throw new AppError('unsupported_content_type', `Content-Type must be one of ${[...DOCUMENT_CONTENT_TYPES, 'application/json'].join(', ')}.`);
         }
-        const doc = await s.knowledge.upload(kb, upload);
+        const doc = await s.knowledgeBases.upload(principal.orgId, params.kb_id!, upload);
         return { kind: 'json', status: 202, body: { id: doc.id, status: 'processing' } };
       },
     },
@@ -67,16 +64,14 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       method: 'GET', path: '/v1/knowledge-bases/{kb_id}/documents', tag: 'Knowledge bases', summary: 'List documents', auth: 'api_key', query: PageQuery,
       responses: [{ status: 200, description: 'Documents, newest first', schema: listOf(DocumentSchema, 'DocumentList') }],
       async handle({ principal, params, query }) {
-        const kb = await s.knowledge.requireBase(principal.orgId, params.kb_id!);
-        return { kind: 'json', status: 200, body: pageView(await s.store.knowledge.listDocuments(principal.orgId, kb.id, query), documentView) };
+        return { kind: 'json', status: 200, body: pageView(await s.knowledgeBases.listDocuments(principal.orgId, params.kb_id!, query), documentView) };
       },
     },
     {
       method: 'GET', path: '/v1/knowledge-bases/{kb_id}/documents/{doc_id}', tag: 'Knowledge bases', summary: 'Get a document and its ingestion status', auth: 'api_key', query: EmptyQuery,
       responses: [{ status: 200, description: 'The document', schema: DocumentSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
-        const doc = await s.store.knowledge.getDocument(principal.orgId, params.kb_id!, params.doc_id!);
-        if (!doc) throw new AppError('not_found', 'No such document.');
+        const doc = await s.knowledgeBases.getDocument(principal.orgId, params.kb_id!, params.doc_id!);
         return { kind: 'json', status: 200, body: documentView(doc) };
       },
     },
@@ -84,7 +79,7 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       method: 'DELETE', path: '/v1/knowledge-bases/{kb_id}/documents/{doc_id}', tag: 'Knowledge bases', summary: 'Delete a document and its chunks', auth: 'api_key', query: EmptyQuery,
       responses: [{ status: 204, description: 'Deleted' }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
-        if (!(await s.store.knowledge.deleteDocument(principal.orgId, params.kb_id!, params.doc_id!))) throw new AppError('not_found', 'No such document.');
+        await s.knowledgeBases.deleteDocument(principal.orgId, params.kb_id!, params.doc_id!);
         return { kind: 'empty', status: 204 };
       },
     },
@@ -92,8 +87,7 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       method: 'GET', path: '/v1/knowledge-bases/{kb_id}/search', tag: 'Knowledge bases', summary: 'Full-text search (bm25) over the ready documents', auth: 'api_key', query: SearchQuery,
       responses: [{ status: 200, description: 'Passages, best first', schema: SearchResultSchema }],
       async handle({ principal, params, query }: { principal: { orgId: string }; params: Record<string, string>; query: z.infer<typeof SearchQuery> }) {
-        const kb = await s.knowledge.requireBase(principal.orgId, params.kb_id!);
-        const passages = await s.store.knowledge.search(principal.orgId, [kb.id], query.q, query.k);
+        const passages = await s.knowledgeBases.search(principal.orgId, params.kb_id!, query.q, query.k);
         return { kind: 'json', status: 200, body: { data: passages } };
       },
     },

@@ -16,13 +16,8 @@ export function operationRoutes(s: Services, allRoutes: () => RouteDef[]): Route
       method: 'GET', path: '/readyz', tag: 'Operations', summary: 'Readiness: the store answers and the server is not draining', auth: 'none', query: EmptyQuery,
       responses: [{ status: 200, description: 'Ready' }, { status: 503, description: 'Not ready' }],
       async handle() {
-        if (s.chat.isDraining) return { kind: 'json', status: 503, body: { status: 'draining' } };
-        try {
-          await s.store.ping();
-        } catch {
-          return { kind: 'json', status: 503, body: { status: 'store_unreachable' } };
-        }
-        return { kind: 'json', status: 200, body: { status: 'ready', store: s.store.kind } };
+        const readiness = await s.health.readiness();
+        return { kind: 'json', status: readiness.status === 'ready' ? 200 : 503, body: readiness };
       },
     },
     {

@@ -1,5 +1,5 @@
 import type { Passage } from '../models/port.js';
-import type { Citation } from '../store/ports.js';
+import type { Citation } from '../vocabulary/turn.js';
 
 const SNIPPET_CHARS = 240;
 

@@ -1,0 +1,115 @@
+/**
+ * The layers of DESIGN.md, enforced on every `npm test` (`npm run lint:layers`). An arrow may only
+ * point down:
+ *
+ *   transport -> runtime -> (auth, knowledge, models, moderation, tools) -> store -> shared
+ *   shared = config, errors, events, ids, log, metrics, text, vocabulary, workers
+ *   actors/ (pure XState machines): xstate, actors/ and types from src/vocabulary only
+ *
+ * The composition root (src/main.ts, src/parley.ts, src/bootstrap/, src/cli/) may import anything.
+ * Transport may name the records of lower layers in types (views), never call into them.
+ */
+const SHARED = '^src/(config|errors|events|ids|log|metrics|text|vocabulary|workers)/';
+const STORE = '^src/store/';
+const DOMAIN = '^src/(auth|knowledge|models|moderation|tools)/';
+const RUNTIME = '^src/runtime/';
+const TRANSPORT = '^src/transport/';
+const ROOT = ['^src/(main|parley)[.]ts$', '^src/(bootstrap|cli)/'];
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'shared-imports-shared-only',
+      comment: 'config, errors, events, ids, log, metrics, text, vocabulary and workers are the bottom layer: they import nothing above them.',
+      severity: 'error',
+      from: { path: SHARED },
+      to: { path: ['^src/', '^actors/'], pathNot: SHARED },
+    },
+    {
+      name: 'store-below-domain',
+      comment: 'The store knows only the shared layer; it must not import the modules that use it.',
+      severity: 'error',
+      from: { path: STORE },
+      to: { path: [DOMAIN, RUNTIME, TRANSPORT, '^actors/', ...ROOT] },
+    },
+    {
+      name: 'domain-below-runtime',
+      comment: 'auth, knowledge, models, moderation and tools sit under the runtime.',
+      severity: 'error',
+      from: { path: DOMAIN },
+      to: { path: [RUNTIME, TRANSPORT, '^actors/', ...ROOT] },
+    },
+    {
+      name: 'runtime-below-transport',
+      comment: 'The runtime never imports the transport or the composition root.',
+      severity: 'error',
+      from: { path: RUNTIME },
+      to: { path: [TRANSPORT, ...ROOT] },
+    },
+    {
+      name: 'transport-through-runtime',
+      comment: 'Route and socket handlers call runtime services; they may name lower-layer records in types only.',
+      severity: 'error',
+      from: { path: TRANSPORT },
+      to: { path: [STORE, DOMAIN, '^actors/'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'transport-not-root',
+      severity: 'error',
+      from: { path: TRANSPORT },
+      to: { path: ROOT },
+    },
+    {
+      name: 'actors-are-pure',
+      comment: 'actors/ holds pure XState logic: it imports xstate, other machines and shared vocabulary types only.',
+      severity: 'error',
+      from: { path: '^actors/' },
+      to: { pathNot: ['^actors/', '^src/vocabulary/', 'node_modules/xstate/'] },
+    },
+    {
+      name: 'actors-vocabulary-types-only',
+      severity: 'error',
+      from: { path: '^actors/' },
+      to: { path: '^src/vocabulary/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'machines-run-in-the-runtime',
+      comment: 'Only the runtime (and the composition root) runs the machines.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: [RUNTIME, ...ROOT] },
+      to: { path: '^actors/' },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    {
+      name: 'not-to-test-or-bench',
+      severity: 'error',
+      from: { path: ['^src/', '^actors/'] },
+      to: { path: ['^test/', '^bench/'] },
+    },
+    {
+      name: 'not-to-dev-dep',
+      comment: 'Shipped code must not depend on devDependencies.',
+      severity: 'error',
+      from: { path: ['^src/', '^actors/'] },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+  },
+};

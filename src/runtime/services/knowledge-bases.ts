@@ -1,0 +1,61 @@
+import { AppError } from '../../errors/app-error.js';
+import { newId } from '../../ids/ids.js';
+import type { DocumentUpload, KnowledgeService } from '../../knowledge/knowledge-service.js';
+import type { Store } from '../../store/ports.js';
+import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, Page, PageRequest } from '../../store/records.js';
+
+/**
+ * Knowledge bases and their documents (API.md "Knowledge bases"), scoped by organization: another
+ * organization's base or document is `not_found` (404). Uploads go through the ingestion service.
+ */
+export class KnowledgeBaseService {
+  constructor(private readonly store: Store, private readonly knowledge: KnowledgeService) {}
+
+  async create(orgId: string, name: string): Promise<KnowledgeBaseRecord> {
+    const kb: KnowledgeBaseRecord = { id: newId('kb'), org_id: orgId, name, created_at: new Date().toISOString() };
+    await this.store.knowledge.createBase(kb);
+    return kb;
+  }
+
+  list(orgId: string, page: PageRequest): Promise<Page<KnowledgeBaseRecord>> {
+    return this.store.knowledge.listBases(orgId, page);
+  }
+
+  /** The knowledge base; throws AppError `not_found`. */
+  async get(orgId: string, kbId: string): Promise<KnowledgeBaseRecord> {
+    const kb = await this.store.knowledge.getBase(orgId, kbId);
+    if (!kb) throw new AppError('not_found', 'No such knowledge base.');
+    return kb;
+  }
+
+  /**
+   * Accepts a document: its record and content are durable when this resolves (so the 202 survives a
+   * crash), and ingestion runs in the background. Throws AppError `not_found` for an unknown base.
+   */
+  async upload(orgId: string, kbId: string, upload: DocumentUpload): Promise<DocumentRecord> {
+    return this.knowledge.upload(await this.get(orgId, kbId), upload);
+  }
+
+  async listDocuments(orgId: string, kbId: string, page: PageRequest): Promise<Page<DocumentRecord>> {
+    const kb = await this.get(orgId, kbId);
+    return this.store.knowledge.listDocuments(orgId, kb.id, page);
+  }
+
+  /** The document; throws AppError `not_found`. */
+  async getDocument(orgId: string, kbId: string, docId: string): Promise<DocumentRecord> {
+    const doc = await this.store.knowledge.getDocument(orgId, kbId, docId);
+    if (!doc) throw new AppError('not_found', 'No such document.');
+    return doc;
+  }
+
+  /** Deletes the document and its chunks; throws AppError `not_found`. */
+  async deleteDocument(orgId: string, kbId: string, docId: string): Promise<void> {
+    if (!(await this.store.knowledge.deleteDocument(orgId, kbId, docId))) throw new AppError('not_found', 'No such document.');
+  }
+
+  /** bm25 search over the base's ready documents, best first, at most `k` hits. */
+  async search(orgId: string, kbId: string, query: string, k: number): Promise<ChunkHit[]> {
+    const kb = await this.get(orgId, kbId);
+    return this.store.knowledge.search(orgId, [kb.id], query, k);
+  }
+}

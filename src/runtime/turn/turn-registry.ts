@@ -1,0 +1,100 @@
+import type { ReplayLimits } from './turn-channel.js';
+import { TurnChannel } from './turn-channel.js';
+import type { Turn } from './turn.js';
+
+/** Options of the registry (API.md "Chat": a finished turn stays replayable for at least 5 minutes). */
+export interface TurnRegistryOptions {
+  /** A finished turn's channel is kept this long for resume, ms. */
+  replayMs: number;
+  /** Per-turn cap of the replay buffer (see TurnChannel). */
+  perTurn: ReplayLimits;
+  /** Cap on the characters kept by all finished channels together; the oldest are evicted first. */
+  maxRetainedChars: number;
+}
+
+/**
+ * Running turns and the channels of recently finished ones, by turn id. Only requests that name a turn
+ * (resume, cancel) and the lifecycle (drain, a crashed conversation) look turns up here; the work of a
+ * turn never does (it holds its Turn object). Memory is bounded by time (`replayMs`) and by size
+ * (`perTurn`, `maxRetainedChars`).
+ */
+export class TurnRegistry {
+  private readonly running = new Map<string, Turn>();
+  /** Finished channels in the order they ended (Map keeps insertion order: oldest first). */
+  private readonly finished = new Map<string, TurnChannel>();
+  private finishedChars = 0;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly opts: TurnRegistryOptions) {
+    this.sweeper = setInterval(() => this.sweep(Date.now()), Math.min(60_000, Math.max(1000, opts.replayMs))).unref();
+  }
+
+  /** A channel for a new turn, wired to move the turn to "finished" when its terminal event is emitted. */
+  channelFor(turnId: string, conversationId: string, orgId: string): TurnChannel {
+    return new TurnChannel(turnId, conversationId, orgId, this.opts.perTurn, (ch) => this.ended(ch));
+  }
+
+  /** Registers a running turn. */
+  add(turn: Turn): void {
+    this.running.set(turn.id, turn);
+  }
+
+  /** Forgets a turn whose visitor message could not be stored (nothing of it is replayable). */
+  discard(turnId: string): void {
+    this.running.delete(turnId);
+  }
+
+  /** A running turn. */
+  get(turnId: string): Turn | undefined {
+    return this.running.get(turnId);
+  }
+
+  /** A running or recently finished turn's channel. */
+  channel(turnId: string): TurnChannel | undefined {
+    return this.running.get(turnId)?.channel ?? this.finished.get(turnId);
+  }
+
+  /** Running turns (drain, crash handling). */
+  all(): IterableIterator<Turn> {
+    return this.running.values();
+  }
+
+  /** Number of running turns. */
+  get size(): number {
+    return this.running.size;
+  }
+
+  /** Finished channels kept for resume, and the characters they hold. */
+  get retained(): { channels: number; chars: number } {
+    return { channels: this.finished.size, chars: this.finishedChars };
+  }
+
+  private ended(channel: TurnChannel): void {
+    if (!this.running.delete(channel.turnId)) return; // withdrawn: nothing to keep
+    if (this.opts.replayMs === 0 || !channel.isReplayable) return;
+    this.finished.set(channel.turnId, channel);
+    this.finishedChars += channel.retainedChars;
+    // Oldest first, until the total fits (the newest always stays, it fits its own per-turn cap).
+    for (const [id, ch] of this.finished) {
+      if (this.finishedChars <= this.opts.maxRetainedChars || id === channel.turnId) break;
+      this.evict(id, ch);
+    }
+  }
+
+  private evict(id: string, ch: TurnChannel): void {
+    this.finished.delete(id);
+    this.finishedChars -= ch.retainedChars;
+    ch.dropReplay();
+  }
+
+  private sweep(now: number): void {
+    for (const [id, ch] of this.finished) {
+      if (now - ch.endedAtMs <= this.opts.replayMs) break; // the rest ended later
+      this.evict(id, ch);
+    }
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+  }
+}

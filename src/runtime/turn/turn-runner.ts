@@ -1,0 +1,307 @@
+/**
+ * The turn's work, as plain async code over one Turn object: the `run` callback of the turn machine
+ * (actors/turn/turn.machine.ts), provided by `createTurnRunLogic`. Steps, in order:
+ *
+ * 1. prepare: history (skipped for a new conversation) and retrieval, in parallel;
+ * 2. generate: one model call, tokens straight to the channel (the hot path: one synchronous callback
+ *    per part, no machine transition per token);
+ * 3. tools: run the calls the model asked for, then generate again, bounded by `maxSteps`
+ *    (actors/turn/turn.rules.ts);
+ * 4. finish: safety check on the finished text (`citations`, then `replace` when it fired), store the
+ *    reply, then `message`, `usage`, `done`;
+ * on failure: store a `failed` reply and emit `error`. A cancel keeps what was said (`cancelled`).
+ *
+ * Each step first checks that its turn is still alive; a withdrawn turn (visitor message not stored)
+ * ends there, writes nothing, and says why in the log.
+ */
+import { fromCallback } from 'xstate';
+import type { TurnRunCommand } from '../../../actors/turn/turn.machine.js';
+import { afterGeneration } from '../../../actors/turn/turn.rules.js';
+import type { TurnEvent, TurnRunInput } from '../../../actors/turn/turn.types.js';
+import { AppError, toAppError } from '../../errors/app-error.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { newId } from '../../ids/ids.js';
+import { toCitations } from '../../knowledge/citations.js';
+import type { Logger } from '../../log/logger.js';
+import { checkSafety } from '../../moderation/safety-check.js';
+import type { ModelFinishReason, ModelMessage, ModelToolCall, ModelToolSpec } from '../../models/port.js';
+import type { ModelRegistry } from '../../models/registry.js';
+import type { TokenCounter } from '../../models/token-counter.js';
+import type { Store } from '../../store/ports.js';
+import type { MessageRecord } from '../../store/records.js';
+import { runSearchKnowledge, SEARCH_KNOWLEDGE, searchKnowledgeSpec } from '../../tools/search-knowledge.js';
+import type { FinishReason, TurnError } from '../../vocabulary/turn.js';
+import { CANCELLED, type Turn } from './turn.js';
+
+/** Dependencies of the turn's work. */
+export interface TurnRunnerDeps {
+  store: Store;
+  models: ModelRegistry;
+  bus: EventBus;
+  logger: Logger;
+  /** Counts usage when the provider does not report it. */
+  tokens: TokenCounter;
+  /** Passages retrieved before generation. */
+  retrievalK: number;
+  /** Stored messages handed to the model as history. */
+  historyLimit: number;
+  /**
+   * Observes a turn's first token, for metrics (all ms): `setupMs` from acceptance to the model call
+   * (store, history, retrieval), `firstTokenMs` from acceptance to the first token emitted, `relayMs`
+   * from the upstream bytes' arrival to that emit (undefined when the provider does not stamp arrival).
+   */
+  onFirstToken?: (turn: Turn, timings: { setupMs: number; firstTokenMs: number; relayMs: number | undefined }) => void;
+  /** Observes each ended turn: `succeeded` (done), `failed` (error event) or `withdrawn`. */
+  onTurnEnd?: (turn: Turn, outcome: 'succeeded' | 'failed' | 'withdrawn') => void;
+}
+
+const TOOL_SPECS: Record<string, ModelToolSpec> = { [SEARCH_KNOWLEDGE]: searchKnowledgeSpec };
+
+/** The turn was withdrawn (its visitor message was not stored): stop without writing anything. */
+class TurnGone extends Error {}
+
+function parseArguments(raw: string): unknown {
+  try { return JSON.parse(raw); } catch { return raw; }
+}
+
+/** Any thrown value as the `error` of an error event: AppErrors keep their code, the rest is internal. */
+function turnErrorOf(err: unknown): TurnError {
+  const e = toAppError(err);
+  return { type: e.type, code: e.code, message: e.message };
+}
+
+/**
+ * The `run` logic the turn machine invokes: `turnMachine.provide({ actors: { run: createTurnRunLogic(deps) } })`.
+ * It runs the turn given as input and reports its lifecycle (TurnEvent) back to the machine; a `cancel`
+ * from the machine cancels the turn. When the actor is stopped (its conversation crashed or shut down)
+ * while the turn still runs, the turn is aborted and ends with a stored failed reply.
+ */
+export function createTurnRunLogic(deps: TurnRunnerDeps) {
+  return fromCallback<TurnRunCommand, TurnRunInput>(({ input, sendBack, receive }) => {
+    const turn = input.turn as Turn;
+    receive((cmd) => { if (cmd.type === 'cancel') turn.cancel(); });
+    void runTurn(turn, input.maxSteps, deps, sendBack as (e: TurnEvent) => void);
+    return () => {
+      if (!turn.ended) turn.abort(new AppError('internal_error', 'The conversation stopped during this turn; send the message again.'));
+    };
+  });
+}
+
+/** Runs a turn to its end; never rejects (every outcome is reported through `report`). */
+export async function runTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, report: (e: TurnEvent) => void): Promise<void> {
+  let finishReason: FinishReason;
+  try {
+    finishReason = await generateReply(turn, maxSteps, deps, report);
+  } catch (err) {
+    if (err instanceof TurnGone || turn.withdrawnReason !== undefined) {
+      deps.logger.info({ turn_id: turn.id, conversation_id: turn.conversationId, reason: turn.withdrawnReason }, 'turn withdrawn before it answered; nothing stored');
+      deps.onTurnEnd?.(turn, 'withdrawn');
+      report({ type: 'turn.failed', error: { type: 'api_error', code: 'internal_error', message: 'The turn was withdrawn.' } });
+      return;
+    }
+    await fail(turn, turnErrorOf(err), deps);
+    report({ type: 'turn.failed', error: turnErrorOf(err) });
+    return;
+  }
+  report({ type: 'turn.finishing' });
+  try {
+    await finish(turn, finishReason, deps);
+  } catch (err) {
+    if (turn.withdrawnReason !== undefined) {
+      deps.onTurnEnd?.(turn, 'withdrawn');
+      report({ type: 'turn.failed', error: { type: 'api_error', code: 'internal_error', message: 'The turn was withdrawn.' } });
+      return;
+    }
+    await fail(turn, turnErrorOf(err), deps);
+    report({ type: 'turn.failed', error: turnErrorOf(err) });
+    return;
+  }
+  report({ type: 'turn.succeeded', finishReason });
+}
+
+/** Throws TurnGone when the turn was withdrawn; `step` names where, for the log. */
+function ensureAlive(turn: Turn, step: string, logger: Logger): void {
+  if (turn.withdrawnReason === undefined) return;
+  logger.debug({ turn_id: turn.id, step }, 'turn gone before step');
+  throw new TurnGone(step);
+}
+
+/** True when the turn's signal carries a client cancel. */
+function isCancelled(turn: Turn): boolean {
+  return turn.signal.aborted && turn.signal.reason === CANCELLED;
+}
+
+/** Steps 1-3; resolves with the finish reason, rejects with the failure. */
+async function generateReply(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, report: (e: TurnEvent) => void): Promise<FinishReason> {
+  ensureAlive(turn, 'prepare', deps.logger);
+  await prepare(turn, deps);
+  if (isCancelled(turn)) return 'cancelled';
+  for (let step = 1; ; step++) {
+    ensureAlive(turn, 'generate', deps.logger);
+    report({ type: 'turn.generating', step });
+    let outcome: { finishReason: ModelFinishReason; toolCalls: ModelToolCall[] };
+    try {
+      outcome = await generate(turn, deps);
+    } catch (err) {
+      if (isCancelled(turn)) return 'cancelled';
+      throw err;
+    }
+    if (isCancelled(turn)) return 'cancelled';
+    const next = afterGeneration(step, maxSteps, { finishReason: outcome.finishReason, toolCalls: outcome.toolCalls.length });
+    if (next.next === 'finish') return next.finishReason;
+    ensureAlive(turn, 'tools', deps.logger);
+    report({ type: 'turn.tools', count: outcome.toolCalls.length });
+    await runTools(turn, outcome.toolCalls, deps);
+    if (isCancelled(turn)) return 'cancelled';
+  }
+}
+
+async function prepare(turn: Turn, deps: TurnRunnerDeps): Promise<void> {
+  const { store } = deps;
+  const [history, passages] = await Promise.all([
+    turn.newConversation ? Promise.resolve([]) : store.conversations.history(turn.conversationId, deps.historyLimit),
+    turn.agent.knowledge_base_ids.length > 0 && deps.retrievalK > 0
+      ? store.knowledge.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK)
+      : Promise.resolve([]),
+  ]);
+  const messages: ModelMessage[] = [];
+  if (turn.agent.instructions) messages.push({ role: 'system', content: turn.agent.instructions });
+  for (const m of history) {
+    // This turn's own question may not be committed yet (it is added below), and later turns queued
+    // behind this one are not part of its past.
+    if (m.turn_id !== null && m.turn_id >= turn.id) continue;
+    if (m.role === 'visitor') messages.push({ role: 'user', content: m.content });
+    else if (m.role === 'agent') messages.push({ role: 'assistant', content: m.content });
+    else messages.push({ role: 'assistant', content: `(operator) ${m.content}` });
+  }
+  messages.push({ role: 'user', content: turn.question });
+  turn.messages = messages;
+  turn.passages = passages;
+}
+
+/** One model call; tokens go to the channel as they arrive. */
+async function generate(turn: Turn, deps: TurnRunnerDeps): Promise<{ finishReason: ModelFinishReason; toolCalls: ModelToolCall[] }> {
+  const provider = deps.models.get(turn.agent.model.provider);
+  const tools = turn.agent.tools.map((t) => TOOL_SPECS[t]).filter((t): t is ModelToolSpec => t !== undefined);
+  const toolCalls: ModelToolCall[] = [];
+  let finishReason: ModelFinishReason = 'stop';
+  let reportedUsage = false;
+  let stepText = '';
+  if (turn.modelCalledAt === 0) turn.modelCalledAt = performance.now();
+  await provider.stream(
+    { model: turn.agent.model.name, messages: turn.messages, passages: turn.passages, tools },
+    turn.signal,
+    (part) => {
+      switch (part.type) {
+        case 'text-delta':
+          turn.text += part.delta;
+          stepText += part.delta;
+          turn.emit({ type: 'token', delta: part.delta });
+          if (turn.firstTokenAt === 0) {
+            turn.firstTokenAt = performance.now();
+            deps.onFirstToken?.(turn, {
+              setupMs: turn.modelCalledAt - turn.acceptedAt,
+              firstTokenMs: turn.firstTokenAt - turn.acceptedAt,
+              relayMs: part.receivedAt === undefined ? undefined : turn.firstTokenAt - part.receivedAt,
+            });
+          }
+          break;
+        case 'tool-call':
+          toolCalls.push(part.call);
+          break;
+        case 'usage':
+          turn.inputTokens += part.usage.input_tokens;
+          turn.outputTokens += part.usage.output_tokens;
+          reportedUsage = true;
+          break;
+        case 'finish':
+          finishReason = part.reason;
+          if (part.passagesUsed !== undefined) turn.passagesUsed = part.passagesUsed;
+          break;
+      }
+    },
+  );
+  if (!reportedUsage) {
+    // The provider gave no counts: count them ourselves so usage is never missing.
+    const [input, output] = await Promise.all([deps.tokens.count(turn.messages, []), deps.tokens.count([], [stepText])]);
+    turn.inputTokens += input;
+    turn.outputTokens += output;
+  }
+  if (toolCalls.length > 0) turn.messages.push({ role: 'assistant', content: stepText, tool_calls: toolCalls });
+  return { finishReason, toolCalls };
+}
+
+async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps): Promise<void> {
+  for (const call of calls) {
+    if (isCancelled(turn)) return;
+    const args = parseArguments(call.arguments);
+    turn.emit({ type: 'tool_call', tool_call: { id: call.id, name: call.name, arguments: args } });
+    let output: unknown;
+    let isError = false;
+    if (call.name === SEARCH_KNOWLEDGE && turn.agent.tools.includes(SEARCH_KNOWLEDGE)) {
+      const outcome = await runSearchKnowledge(deps.store.knowledge, turn.orgId, turn.agent.knowledge_base_ids, call.arguments);
+      output = outcome.output;
+      isError = outcome.is_error;
+      for (const p of outcome.passages) {
+        if (!turn.passages.some((q) => q.chunk_id === p.chunk_id)) turn.passages.push(p);
+      }
+    } else {
+      output = { error: `unknown tool "${call.name}"` };
+      isError = true;
+    }
+    turn.emit({ type: 'tool_result', tool_result: { tool_call_id: call.id, name: call.name, output, is_error: isError } });
+    turn.toolRuns.push({ id: call.id, name: call.name, arguments: args, output, is_error: isError });
+    turn.messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(output) });
+    deps.bus.publish({
+      type: 'tool.run', org_id: turn.orgId,
+      data: { conversation_id: turn.conversationId, turn_id: turn.id, tool_call_id: call.id, name: call.name, is_error: isError },
+    });
+  }
+}
+
+/** Step 4: safety check, store the reply, then `message`, `usage`, `done`. */
+async function finish(turn: Turn, reason: FinishReason, deps: TurnRunnerDeps): Promise<void> {
+  ensureAlive(turn, 'finish', deps.logger);
+  const verdict = checkSafety(turn.text, turn.agent.safety);
+  const blocked = verdict.fired && verdict.blocked;
+  const citations = blocked ? [] : toCitations(turn.passages, turn.passagesUsed);
+  turn.emit({ type: 'citations', citations });
+  if (verdict.fired) {
+    turn.text = verdict.text;
+    turn.emit({ type: 'replace', delta: verdict.text });
+  }
+  const finishReason: FinishReason = blocked ? 'content_filter' : reason;
+  if (turn.inputTokens === 0 && turn.outputTokens === 0 && turn.messages.length > 0) {
+    // Cancelled before any model call finished: count the input we would have sent.
+    turn.inputTokens = await deps.tokens.count(turn.messages, []);
+  }
+  const message: MessageRecord = {
+    id: newId('msg'), conversation_id: turn.conversationId, org_id: turn.orgId, turn_id: turn.id, role: 'agent',
+    content: turn.text, citations, tool_runs: turn.toolRuns, usage: turn.usage, status: 'completed',
+    finish_reason: finishReason, error: null, created_at: new Date().toISOString(),
+  };
+  ensureAlive(turn, 'store reply', deps.logger);
+  await deps.store.conversations.appendMessage(message);
+  turn.emit({ type: 'message', message_id: message.id });
+  turn.emit({ type: 'usage', usage: turn.usage });
+  turn.emit({ type: 'done', finish_reason: finishReason });
+  deps.onTurnEnd?.(turn, 'succeeded');
+  deps.bus.publish({ type: 'message.created', org_id: turn.orgId, data: { conversation_id: turn.conversationId, message_id: message.id, role: 'agent' } });
+}
+
+/** Stores the failed reply (best effort) and ends the stream with `error`. Never rejects. */
+async function fail(turn: Turn, error: TurnError, deps: TurnRunnerDeps): Promise<void> {
+  deps.logger.warn({ turn_id: turn.id, conversation_id: turn.conversationId, error }, 'turn failed');
+  try {
+    await deps.store.conversations.appendMessage({
+      id: newId('msg'), conversation_id: turn.conversationId, org_id: turn.orgId, turn_id: turn.id, role: 'agent',
+      content: turn.text, citations: [], tool_runs: turn.toolRuns, usage: turn.usage, status: 'failed',
+      finish_reason: null, error, created_at: new Date().toISOString(),
+    });
+  } catch (err) {
+    deps.logger.error({ err, turn_id: turn.id }, 'could not store the failed reply');
+  } finally {
+    turn.emit({ type: 'error', error });
+    deps.onTurnEnd?.(turn, 'failed');
+  }
+}

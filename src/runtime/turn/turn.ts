@@ -1,0 +1,120 @@
+/**
+ * One turn: one agent reply to one visitor message, as a single object.
+ *
+ * Ownership and lifetime:
+ * - ChatService.send creates it when a visitor message is accepted, emits its `conversation` event and
+ *   registers it in the TurnRegistry, then hands it to the conversation actor in `turn.requested`.
+ * - The conversation actor queues it and, when its turn comes, invokes the turn machine with it as
+ *   `input`; the machine's `run` callback (turn-runner.ts) does the work on this object alone. Nothing
+ *   looks a running turn up by id, except transport requests that name one (resume, cancel) through the
+ *   registry.
+ * - It ends exactly once: `done` or `error` on its channel (the runner), or `withdraw` (its visitor
+ *   message could not be stored: nothing of it is kept). Then the registry drops the turn and keeps
+ *   only its channel, for resume, for a bounded time and size.
+ * - The model context below (messages, passages, text, tool runs, usage) is written only by the runner.
+ */
+import type { ModelMessage, Passage } from '../../models/port.js';
+import type { AgentRecord } from '../../store/records.js';
+import type { StreamEvent } from '../../vocabulary/stream-event.js';
+import type { ToolRun, Usage } from '../../vocabulary/turn.js';
+import type { TurnChannel } from './turn-channel.js';
+
+/** The abort reason of a client's cancel: the runner keeps what was said and finishes as `cancelled`. */
+export const CANCELLED: unique symbol = Symbol('turn cancelled by the client');
+
+/** What a turn is created from. */
+export interface TurnInit {
+  id: string;
+  conversationId: string;
+  orgId: string;
+  agent: AgentRecord;
+  visitorMessageId: string;
+  question: string;
+  /** The conversation was created by this turn's message: it has no history to load. */
+  newConversation: boolean;
+  channel: TurnChannel;
+}
+
+export class Turn {
+  readonly id: string;
+  readonly conversationId: string;
+  readonly orgId: string;
+  readonly agent: AgentRecord;
+  readonly visitorMessageId: string;
+  readonly question: string;
+  readonly newConversation: boolean;
+  readonly channel: TurnChannel;
+  /** Aborts the model call and tools: `CANCELLED` (client cancel) or an AppError (shutdown, crash). */
+  readonly controller = new AbortController();
+
+  /** Model context: instructions, history and this turn's question, grown by the tool loop. */
+  messages: ModelMessage[] = [];
+  /** Passages retrieved up front plus those found by tool calls (deduplicated by chunk id). */
+  passages: Passage[] = [];
+  /** Reply text so far (every generation step). */
+  text = '';
+  toolRuns: ToolRun[] = [];
+  inputTokens = 0;
+  outputTokens = 0;
+  /** Chunk ids the model said it used, when it says (builtin); else every passage is cited. */
+  passagesUsed: string[] | undefined;
+  /** performance.now() (ms) at acceptance, at the first model call and at the first token's emit. */
+  readonly acceptedAt = performance.now();
+  modelCalledAt = 0;
+  firstTokenAt = 0;
+  private withdrawnBecause: string | undefined;
+
+  constructor(init: TurnInit) {
+    this.id = init.id;
+    this.conversationId = init.conversationId;
+    this.orgId = init.orgId;
+    this.agent = init.agent;
+    this.visitorMessageId = init.visitorMessageId;
+    this.question = init.question;
+    this.newConversation = init.newConversation;
+    this.channel = init.channel;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** True once the turn ended (terminal event emitted) or was withdrawn. */
+  get ended(): boolean {
+    return this.channel.ended || this.withdrawnBecause !== undefined;
+  }
+
+  /** Why the turn was withdrawn, if it was. */
+  get withdrawnReason(): string | undefined {
+    return this.withdrawnBecause;
+  }
+
+  get usage(): Usage {
+    return { input_tokens: this.inputTokens, output_tokens: this.outputTokens, total_tokens: this.inputTokens + this.outputTokens };
+  }
+
+  /** Emits a stream event on the turn's channel (dropped once the turn ended). */
+  emit(event: StreamEvent): void {
+    this.channel.emit(event);
+  }
+
+  /** Client cancel: stops the model call; the runner stores the partial reply with finish reason `cancelled`. */
+  cancel(): void {
+    if (!this.controller.signal.aborted) this.controller.abort(CANCELLED);
+  }
+
+  /** Aborts the turn with `reason` (an AppError: shutdown, crash); the runner stores a failed reply. */
+  abort(reason: unknown): void {
+    if (!this.controller.signal.aborted) this.controller.abort(reason);
+  }
+
+  /**
+   * The visitor message could not be stored: the turn must leave no trace. The runner, wherever it is,
+   * stops without writing (its channel was never handed to a client).
+   */
+  withdraw(reason: string): void {
+    if (this.ended) return;
+    this.withdrawnBecause = reason;
+    this.controller.abort(new Error(`turn withdrawn: ${reason}`));
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * Turn vocabulary: what one agent reply carries on the wire (SPEC.md 2 and 6.1, API.md "Chat"), defined
+ * once, zod first. The stream events (stream-event.ts), the one-shot reply, stored messages and
+ * actors/ all use these.
+ */
+import { z } from 'zod';
+
+/** Why a turn ended, as sent in the `done` event. */
+export const FinishReasonSchema = z.enum(['stop', 'length', 'content_filter', 'handoff', 'cancelled']).meta({ id: 'FinishReason' });
+export type FinishReason = z.infer<typeof FinishReasonSchema>;
+
+/** The error of a failed turn, as in the `error` event and on a failed message. */
+export const TurnErrorSchema = z.object({ type: z.string(), code: z.string(), message: z.string() }).meta({ id: 'TurnError' });
+export type TurnError = z.infer<typeof TurnErrorSchema>;
+
+/** A tool the agent decided to call: `arguments` is the parsed JSON the model wrote (or its raw text when not JSON). */
+export const ToolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.unknown() }).meta({ id: 'ToolCall' });
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+
+/** What a tool returned; `output` is JSON. */
+export const ToolResultSchema = z.object({
+  tool_call_id: z.string(), name: z.string(), output: z.unknown(), is_error: z.boolean(),
+}).meta({ id: 'ToolResult' });
+export type ToolResult = z.infer<typeof ToolResultSchema>;
+
+/** One tool run of a turn: the call and what it returned (a message's `tool_runs`). */
+export const ToolRunSchema = z.object({
+  id: z.string(), name: z.string(), arguments: z.unknown(), output: z.unknown(), is_error: z.boolean(),
+}).meta({ id: 'ToolRun' });
+export type ToolRun = z.infer<typeof ToolRunSchema>;
+
+/** Token counts of a turn (unit: tokens). */
+export const UsageSchema = z.object({
+  input_tokens: z.number().int(), output_tokens: z.number().int(), total_tokens: z.number().int(),
+}).meta({ id: 'Usage' });
+export type Usage = z.infer<typeof UsageSchema>;
+
+/** A knowledge-base passage a reply used; `score` is higher-is-better (bm25, sign flipped). */
+export const CitationSchema = z.object({
+  document_id: z.string(), chunk_id: z.string(), title: z.string(), snippet: z.string(), score: z.number(),
+}).meta({ id: 'Citation' });
+export type Citation = z.infer<typeof CitationSchema>;
