@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { API_KEY_LENGTH, digestsEqual, generateApiKey, hashApiKey, isWellFormedApiKey } from '../../src/auth/api-keys.js';
+import { digestsEqual, generateApiKey, hashApiKey, isWellFormedApiKey } from '../../src/auth/api-keys.js';
 
 describe('API keys', () => {
   it('have the API.md shape: sk_ + 30 base62 + 6-char checksum', () => {
     const key = generateApiKey();
     expect(key).toMatch(/^sk_[0-9A-Za-z]{36}$/);
-    expect(key.length).toBe(API_KEY_LENGTH);
+    expect(key.length).toBe(39); // sk_ + 30 random + 6 checksum
     expect(isWellFormedApiKey(key)).toBe(true);
   });
 

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  createBuiltinModel,
-  GREETING_ANSWER,
-  MULTI_SENTENCE_LEAD,
-  NO_MATCH_ANSWER,
-} from '../../src/models/builtin/builtin-model.js';
+import { createBuiltinModel } from '../../src/models/builtin/builtin-model.js';
 import type { ModelMessage, ModelPart, ModelTurnInput, Passage } from '../../src/models/port.js';
-import { countMessageTokens, countTokens } from '../../src/models/tokenizer.js';
 
 function passage(chunk_id: string, title: string, heading: string, text: string): Passage {
   return { document_id: `doc-${chunk_id}`, chunk_id, title, heading, text, score: 1 };
@@ -88,7 +82,7 @@ describe('builtin model', () => {
 
   it('combines sentences from several passages in passage order, with a lead', async () => {
     const { text, parts } = await collect(input('How does the HTTP agent reuse connections, and what are readable streams?'));
-    expect(text.startsWith(`${MULTI_SENTENCE_LEAD} `)).toBe(true);
+    expect(text.startsWith('Here is what the knowledge base says: ')).toBe(true);
     expect(text).toContain('An Agent is responsible for managing connection persistence and reuse for HTTP clients [1].');
     expect(text).toContain('Readable streams are an abstraction for a source from which data is consumed [2].');
     expect(text.indexOf('[1]')).toBeLessThan(text.indexOf('[2]'));
@@ -108,15 +102,14 @@ describe('builtin model', () => {
   it('says it found nothing, exactly, and cites nothing', async () => {
     const { text, parts } = await collect(input('What is the weather in Paris tomorrow?'));
     expect(text).toBe('I could not find anything about that in the knowledge base.');
-    expect(text).toBe(NO_MATCH_ANSWER);
     expect(finish(parts).passagesUsed).toEqual([]);
     const none = await collect(input('readable streams', { passages: [] }));
-    expect(none.text).toBe(NO_MATCH_ANSWER);
+    expect(none.text).toBe('I could not find anything about that in the knowledge base.');
   });
 
   it('answers a greeting without citing', async () => {
     const { text, parts } = await collect(input('Hello!'));
-    expect(text).toBe(GREETING_ANSWER);
+    expect(text).toBe('Hello! Ask me a question and I will look it up in the knowledge base.');
     expect(finish(parts).passagesUsed).toEqual([]);
   });
 
@@ -138,11 +131,9 @@ describe('builtin model', () => {
     expect(types).not.toContain('tool-call');
     const usage = parts.at(-2);
     if (usage?.type !== 'usage') throw new Error('no usage');
-    expect(usage.usage.input_tokens).toBeGreaterThan(0);
-    expect(usage.usage.output_tokens).toBeGreaterThan(0);
-    expect(usage.usage.output_tokens).toBe(countTokens(text));
-    const passageTokens = PASSAGES.reduce((n, p) => n + countTokens(p.text), 0);
-    expect(usage.usage.input_tokens).toBe(countMessageTokens(turn.messages) + passageTokens);
+    expect(text).toBe('Readable streams are an abstraction for a source from which data is consumed [2].');
+    // o200k_base counts of that text (16) and of the two messages plus the three passages (123).
+    expect(usage.usage).toEqual({ input_tokens: 123, output_tokens: 16 });
   });
 
   it('is deterministic, also when history holds the same answer', async () => {
@@ -181,8 +172,8 @@ describe('builtin model', () => {
 
   it('cuts the answer to maxOutputTokens with finish reason length', async () => {
     const { text, parts } = await collect(input('How do readable streams work?', { maxOutputTokens: 4 }));
-    expect(countTokens(text)).toBeLessThanOrEqual(4);
-    expect(text.length).toBeGreaterThan(0);
+    expect(text).toBe('Readable streams are an');
+    expect(parts.at(-2)).toEqual({ type: 'usage', usage: { input_tokens: 123, output_tokens: 4 } });
     expect(finish(parts)).toEqual({ type: 'finish', reason: 'length', passagesUsed: [] });
   });
 
