@@ -27,6 +27,8 @@ export const ERROR_CATALOGUE = {
   model_unavailable: { type: 'upstream_error', status: 502 },
   model_timeout: { type: 'upstream_error', status: 504 },
   internal_error: { type: 'api_error', status: 500 },
+  /** Only on stored messages and stream errors: the server stopped (crash, kill) during the turn. */
+  interrupted: { type: 'api_error', status: 500 },
   shutting_down: { type: 'api_error', status: 503 },
 } as const satisfies Record<string, { type: string; status: number }>;
 
