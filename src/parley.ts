@@ -61,7 +61,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const chat = new ChatService({
     store, models, tokens, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
-    retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs,
+    retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs, admission: config.admission,
     onFirstToken: (turn, t) => {
       const labels = { provider: turn.agent.model.provider };
       metrics.firstToken.observe(labels, t.firstTokenMs / 1000);

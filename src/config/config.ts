@@ -34,6 +34,10 @@ const EnvSchema = z.object({
   PARLEY_BOOTSTRAP: bool(true),
   PARLEY_DOCS_DIR: z.string().optional(),
   PARLEY_BUILTIN_WORD_DELAY_MS: int(0, 0, 10_000),
+  PARLEY_MAX_TURNS_IN_SETUP: int(64, 1, 100_000),
+  PARLEY_ADMISSION_QUEUE: int(256, 0, 1_000_000),
+  PARLEY_ADMISSION_WAIT_MS: int(100, 0, 60_000),
+  PARLEY_MAX_LOOP_LAG_MS: int(40, 1, 3_600_000),
 });
 
 /** Parsed, frozen configuration. */
@@ -76,6 +80,12 @@ export interface Config {
   docsDir: string;
   /** Pause between words of the builtin model, ms (0 = only yield to the event loop). */
   builtinWordDelayMs: number;
+  /**
+   * Admission control of new turns (src/runtime/admission.ts): turns in set-up at once, requests that
+   * may wait for a slot and for how long (ms), and the event-loop lag (ms) past which new turns are
+   * refused with 503 overloaded.
+   */
+  admission: { maxInSetup: number; maxWaiting: number; maxWaitMs: number; maxLagMs: number; retryAfterSeconds: number };
 }
 
 /**
@@ -112,5 +122,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bootstrap: e.PARLEY_BOOTSTRAP,
     docsDir: resolve(projectRoot, e.PARLEY_DOCS_DIR ?? 'docs'),
     builtinWordDelayMs: e.PARLEY_BUILTIN_WORD_DELAY_MS,
+    admission: {
+      maxInSetup: e.PARLEY_MAX_TURNS_IN_SETUP, maxWaiting: e.PARLEY_ADMISSION_QUEUE,
+      maxWaitMs: e.PARLEY_ADMISSION_WAIT_MS, maxLagMs: e.PARLEY_MAX_LOOP_LAG_MS, retryAfterSeconds: 1,
+    },
   });
 }

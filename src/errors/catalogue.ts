@@ -30,6 +30,8 @@ export const ERROR_CATALOGUE = {
   /** Only on stored messages and stream errors: the server stopped (crash, kill) during the turn. */
   interrupted: { type: 'api_error', status: 500 },
   shutting_down: { type: 'api_error', status: 503 },
+  /** Admission control refused a new turn (with Retry-After). */
+  overloaded: { type: 'api_error', status: 503 },
 } as const satisfies Record<string, { type: string; status: number }>;
 
 /** A stable error code, e.g. `invalid_api_key`. */

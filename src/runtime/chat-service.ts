@@ -7,7 +7,8 @@ import type { Logger } from '../log/logger.js';
 import type { ModelRegistry } from '../models/registry.js';
 import type { TokenCounter } from '../models/token-counter.js';
 import type { Store } from '../store/ports.js';
-import type { AgentRecord, ConversationRecord } from '../store/records.js';
+import type { ConversationRecord } from '../store/records.js';
+import { AdmissionControl, LoopLagMonitor, type AdmissionLimits, type Release } from './admission.js';
 import { Supervisor, type ConversationLogic } from './supervisor.js';
 import type { TurnChannel } from './turn/turn-channel.js';
 import { TurnRegistry } from './turn/turn-registry.js';
@@ -42,6 +43,8 @@ export interface ChatServiceOptions {
   onTurnEnd?: TurnRunnerDeps['onTurnEnd'];
   /** Replaces the conversation machine (tests inject faults); default: the real one. */
   conversationLogic?: ConversationLogic;
+  /** Admission control of new turns (503 overloaded past it). */
+  admission: AdmissionLimits;
 }
 
 /**
@@ -55,6 +58,8 @@ export interface ChatServiceOptions {
 export class ChatService {
   readonly turns: TurnRegistry;
   readonly supervisor: Supervisor;
+  readonly admission: AdmissionControl;
+  private readonly lag: LoopLagMonitor;
   private draining = false;
   private readonly opts: ChatServiceOptions;
 
@@ -65,6 +70,8 @@ export class ChatService {
       perTurn: { maxChars: opts.turnReplayMaxChars ?? 1024 * 1024 },
       maxRetainedChars: opts.replayBudgetChars ?? 64 * 1024 * 1024,
     });
+    this.lag = new LoopLagMonitor();
+    this.admission = new AdmissionControl(opts.admission, this.lag);
     const turnLogic = turnMachine.provide({
       actors: {
         run: createTurnRunLogic({
@@ -84,16 +91,30 @@ export class ChatService {
   }
 
   /**
-   * Accepts a visitor message for `agent` and returns the turn's channel once the message is durable;
-   * its first event (`conversation`) is already emitted and the turn may already be streaming into it.
-   * Throws AppError: `not_found` (unknown conversation or one of another agent), `conversation_closed`,
-   * `turn_in_progress` (queue full), `shutting_down`, `unknown_provider` (the agent's provider is not
-   * configured), or what the store throws when the message cannot be stored.
+   * Accepts a visitor message for agent `agentId` of `orgId` and returns the turn's channel once the
+   * message is durable; its first event (`conversation`) is already emitted and the turn may already be
+   * streaming into it. Admission control runs first, before any other work. Throws AppError:
+   * `overloaded` (503, Retry-After), `shutting_down`, `not_found` (unknown agent, unknown conversation or
+   * one of another agent), `conversation_closed`, `turn_in_progress` (queue full), `unknown_provider`
+   * (the agent's provider is not configured), or what the store throws when the message cannot be stored.
    */
-  async send(orgId: string, agent: AgentRecord, input: ChatInput): Promise<TurnChannel> {
+  async send(orgId: string, agentId: string, input: ChatInput): Promise<TurnChannel> {
     if (this.draining) throw new AppError('shutting_down', 'The server is shutting down; retry on another instance.');
-    this.opts.models.get(agent.model.provider);
+    const slot = this.admission.acquire();
+    const release = typeof slot === 'function' ? slot : await slot;
+    try {
+      return await this.accept(orgId, agentId, input, release);
+    } catch (err) {
+      release();
+      throw err;
+    }
+  }
+
+  private async accept(orgId: string, agentId: string, input: ChatInput, release: Release): Promise<TurnChannel> {
     const { store } = this.opts;
+    const agent = await store.agents.get(orgId, agentId);
+    if (!agent) throw new AppError('not_found', 'No such agent.');
+    this.opts.models.get(agent.model.provider);
     let conversation: ConversationRecord | undefined;
     let created: Promise<void> | undefined;
     if (input.conversation_id !== undefined) {
@@ -116,6 +137,7 @@ export class ChatService {
     const turn = new Turn({
       id: turnId, conversationId: conversation.id, orgId, agent, visitorMessageId: newId('msg'), question: input.message,
       newConversation: created !== undefined, channel: this.turns.channelFor(turnId, conversation.id, orgId),
+      releaseSetup: release,
     });
     const request = { type: 'turn.requested', turn } as const;
     const snapshot = actor.getSnapshot();
@@ -183,6 +205,8 @@ export class ChatService {
     }
     this.supervisor.stopAll();
     this.turns.close();
+    this.admission.close();
+    this.lag.close();
   }
 
   get isDraining(): boolean {

@@ -51,7 +51,8 @@ describe('kill -9 during ingestion and streamed turns, then restart on the same 
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-crash-'));
     const docsDir = mkdtempSync(join(tmpdir(), 'parley-crash-docs-'));
     dirs.push(dataDir, docsDir);
-    const env = { PARLEY_DOCS_DIR: docsDir, PARLEY_BUILTIN_WORD_DELAY_MS: '40', PARLEY_INGEST_WORKERS: '1' };
+    // Re-ingestion after the restart keeps the loop busy; load shedding is not what this test is about.
+    const env = { PARLEY_DOCS_DIR: docsDir, PARLEY_BUILTIN_WORD_DELAY_MS: '40', PARLEY_INGEST_WORKERS: '1', PARLEY_MAX_LOOP_LAG_MS: '60000' };
     const first = await startChild(dataDir, env);
     children.push(first);
     const creds = await waitFor(() => {
@@ -102,7 +103,7 @@ describe('kill -9 during ingestion and streamed turns, then restart on the same 
       // Every turn the client was told about (its conversation event) is stored as visitor message +
       // a failed agent reply with code `interrupted`.
       for (const events of [eventsA, eventsB, eventsC]) {
-        const { conversation_id, turn_id } = events[0]!.data as { conversation_id: string; turn_id: string };
+        const { conversation_id, turn_id } = events[0]!.data as unknown as { conversation_id: string; turn_id: string };
         const msgs = (await api(second, `/v1/conversations/${conversation_id}/messages?limit=100`)).data as Json[];
         const ofTurn = msgs.filter((m) => m.turn_id === turn_id);
         expect(ofTurn.map((m) => [m.role, m.status])).toEqual([['visitor', 'completed'], ['agent', 'failed']]);

@@ -29,7 +29,9 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
   const config = loadConfig({
     PARLEY_HOST: '127.0.0.1', PARLEY_PORT: '0', PARLEY_DATA_DIR: dataDir, PARLEY_LOG_LEVEL: 'silent',
-    PARLEY_BOOTSTRAP: 'false', PARLEY_SHUTDOWN_GRACE_MS: '2000', ...env,
+    PARLEY_BOOTSTRAP: 'false', PARLEY_SHUTDOWN_GRACE_MS: '2000',
+    // Load shedding on event-loop lag is tested on its own; here a GC pause must not refuse a chat.
+    PARLEY_MAX_LOOP_LAG_MS: '60000', ...env,
   });
   const parley = await startParley(config);
   const store = parley.store;

@@ -89,6 +89,14 @@ export function createTurnRunLogic(deps: TurnRunnerDeps) {
 
 /** Runs a turn to its end; never rejects (every outcome is reported through `report`). */
 export async function runTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, report: (e: TurnEvent) => void): Promise<void> {
+  try {
+    await runSteps(turn, maxSteps, deps, report);
+  } finally {
+    turn.setupDone();
+  }
+}
+
+async function runSteps(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, report: (e: TurnEvent) => void): Promise<void> {
   let finishReason: FinishReason;
   try {
     finishReason = await generateReply(turn, maxSteps, deps, report);
@@ -187,7 +195,10 @@ async function generate(turn: Turn, deps: TurnRunnerDeps): Promise<{ finishReaso
   let finishReason: ModelFinishReason = 'stop';
   let reportedUsage = false;
   let stepText = '';
-  if (turn.modelCalledAt === 0) turn.modelCalledAt = performance.now();
+  if (turn.modelCalledAt === 0) {
+    turn.modelCalledAt = performance.now();
+    turn.setupDone();
+  }
   await provider.stream(
     { model: turn.agent.model.name, messages: turn.messages, passages: turn.passages, tools },
     turn.signal,

@@ -33,6 +33,8 @@ export interface TurnInit {
   /** The conversation was created by this turn's message: it has no history to load. */
   newConversation: boolean;
   channel: TurnChannel;
+  /** Frees the turn's admission slot; called once set-up is over. */
+  releaseSetup?: () => void;
 }
 
 export class Turn {
@@ -63,6 +65,7 @@ export class Turn {
   modelCalledAt = 0;
   firstTokenAt = 0;
   private withdrawnBecause: string | undefined;
+  private releaseSetup: (() => void) | undefined;
 
   constructor(init: TurnInit) {
     this.id = init.id;
@@ -73,6 +76,17 @@ export class Turn {
     this.question = init.question;
     this.newConversation = init.newConversation;
     this.channel = init.channel;
+    this.releaseSetup = init.releaseSetup;
+  }
+
+  /**
+   * The turn's set-up is over (the model is being called, or the turn ended): frees its admission slot
+   * (src/runtime/admission.ts). Idempotent.
+   */
+  setupDone(): void {
+    const release = this.releaseSetup;
+    this.releaseSetup = undefined;
+    release?.();
   }
 
   get signal(): AbortSignal {

@@ -28,12 +28,12 @@ export function chatRoutes(s: Services): RouteDef[] {
         { status: 200, description: 'Event stream (stream=true): `id: <turn_id>:<seq>` and `data: <StreamEvent>` per event', schema: StreamEventSchema, contentType: 'text/event-stream' },
         { status: 404, description: 'Unknown agent or conversation', schema: ErrorSchema },
         { status: 409, description: 'conversation_closed or turn_in_progress', schema: ErrorSchema },
+        { status: 503, description: 'overloaded (admission control; see Retry-After) or shutting_down', schema: ErrorSchema },
         { status: 502, description: 'model_unavailable (one-shot)', schema: ErrorSchema },
         { status: 504, description: 'model_timeout (one-shot)', schema: ErrorSchema },
       ],
       async handle({ principal, params, body }: { principal: { orgId: string }; params: Record<string, string>; body: z.infer<typeof ChatRequestSchema> }) {
-        const agent = await s.agents.get(principal.orgId, params.agent_id!);
-        const channel = await s.chat.send(principal.orgId, agent, body);
+        const channel = await s.chat.send(principal.orgId, params.agent_id!, body);
         if (body.stream) return { kind: 'sse', channel, afterSeq: 0 };
         return { kind: 'json', status: 200, body: await collectReply(channel) };
       },
