@@ -1,9 +1,13 @@
 /**
  * Store ports (DESIGN.md "Store"): domain-shaped, async so that the SQLite and MongoDB adapters share
  * them, and behind one contract suite (test/contract/). Every method is scoped by organization where the
- * resource belongs to one; a record of another organization is reported as absent (`undefined`), never
- * as forbidden (API.md "Errors": 404). Times are RFC 3339 UTC strings. The records are the store's own
- * (src/store/records.ts); the vocabulary they use is src/vocabulary/.
+ * resource belongs to one; a record of another organization is reported as absent (`undefined`, false or
+ * an empty list), never as forbidden (API.md "Errors": 404). Times are RFC 3339 UTC strings. The records
+ * are the store's own (src/store/records.ts); the vocabulary they use is src/vocabulary/.
+ *
+ * Lists (API.md "Conventions"): `page.limit` records at most, `has_more` when more follow, `page.after`
+ * an id cursor (exclusive). A cursor that names no record of the list's scope is refused: the list method
+ * rejects with AppError `validation_failed` (400), `errors: [{ path: 'after', message: 'unknown cursor' }]`.
  */
 import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
@@ -20,23 +24,29 @@ export interface ApiKeysPort {
   create(rec: ApiKeyRecord): Promise<void>;
   /** The key whose hash is `keyHash`, revoked or not. */
   findByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /** Revokes a key of `orgId` that is not yet revoked; false when there is no such key or it already was. */
   revoke(orgId: string, id: string, at: string): Promise<boolean>;
 }
 
 export interface AgentsPort {
   create(rec: AgentRecord): Promise<void>;
   get(orgId: string, id: string): Promise<AgentRecord | undefined>;
+  /** The organization's agents, newest first. Unknown cursor: AppError `validation_failed`. */
   list(orgId: string, page: PageRequest): Promise<Page<AgentRecord>>;
+  /** Applies `patch`; the updated record, or undefined when `orgId` has no such agent. */
   update(orgId: string, id: string, patch: AgentPatch, at: string): Promise<AgentRecord | undefined>;
+  /** False when `orgId` has no such agent. */
   delete(orgId: string, id: string): Promise<boolean>;
 }
 
 export interface KnowledgePort {
   createBase(rec: KnowledgeBaseRecord): Promise<void>;
   getBase(orgId: string, id: string): Promise<KnowledgeBaseRecord | undefined>;
+  /** The organization's knowledge bases, newest first. Unknown cursor: AppError `validation_failed`. */
   listBases(orgId: string, page: PageRequest): Promise<Page<KnowledgeBaseRecord>>;
   createDocument(rec: DocumentRecord): Promise<void>;
   getDocument(orgId: string, kbId: string, id: string): Promise<DocumentRecord | undefined>;
+  /** The documents of one knowledge base, newest first. Unknown cursor (or one of another base): AppError `validation_failed`. */
   listDocuments(orgId: string, kbId: string, page: PageRequest): Promise<Page<DocumentRecord>>;
   /** Stores the chunks and marks the document ready, atomically. False if the document is gone. */
   completeDocument(id: string, chunks: NewChunk[], at: string): Promise<boolean>;
@@ -53,11 +63,18 @@ export interface KnowledgePort {
 export interface ConversationsPort {
   create(rec: ConversationRecord): Promise<void>;
   get(orgId: string, id: string): Promise<ConversationRecord | undefined>;
+  /**
+   * The organization's conversations matching `filter`, newest first. The cursor must name a conversation
+   * of the organization (the filter does not narrow that); otherwise AppError `validation_failed`.
+   */
   list(orgId: string, filter: ConversationListFilter, page: PageRequest): Promise<Page<ConversationRecord>>;
   setStatus(id: string, status: ConversationStatus, at: string): Promise<void>;
   /** Appends a message (durable when the promise resolves) and touches the conversation. */
   appendMessage(rec: MessageRecord): Promise<void>;
-  /** Messages of a conversation in the order they were stored. */
+  /**
+   * Messages of a conversation in the order they were stored. The cursor must name a message of this
+   * conversation; otherwise AppError `validation_failed`.
+   */
   listMessages(orgId: string, conversationId: string, page: PageRequest): Promise<Page<MessageRecord>>;
   /**
    * The last `limit` completed messages for model context, in turn order (a turn's visitor message

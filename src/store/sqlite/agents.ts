@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { AgentsPort } from '../ports.js';
 import type { AgentRecord } from '../records.js';
-import { newestFirst, toPage } from './pagination.js';
+import { NewestFirstList, toPage } from './pagination.js';
 import { fromJson, toJson, type Row } from './rows.js';
 
 function agentFromRow(r: Row): AgentRecord {
@@ -28,6 +28,7 @@ export function createAgents(db: Database.Database): AgentsPort {
     `UPDATE agents SET name = ?, description = ?, instructions = ?, model_provider = ?, model_name = ?,
      knowledge_base_ids = ?, tools = ?, safety = ?, updated_at = ? WHERE org_id = ? AND id = ?`);
   const remove = db.prepare('DELETE FROM agents WHERE org_id = ? AND id = ?');
+  const list = new NewestFirstList(db, 'agents', 'org_id = ?', 'agent');
   return {
     async create(a) {
       insert.run(a.id, a.org_id, a.name, a.description, a.instructions, a.model.provider, a.model.name,
@@ -38,7 +39,7 @@ export function createAgents(db: Database.Database): AgentsPort {
       return r ? agentFromRow(r) : undefined;
     },
     async list(orgId, page) {
-      return toPage(newestFirst(db, 'agents', '', [orgId], page), page, agentFromRow);
+      return toPage(list.rows([orgId], page), page, agentFromRow);
     },
     async update(orgId, id, patch, at) {
       const cur = byId.get(orgId, id) as Row | undefined;

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ConversationsPort } from '../ports.js';
 import type { ConversationRecord, ConversationStatus, MessageRecord, Page } from '../records.js';
 import type { GroupCommit } from './group-commit.js';
-import { newestFirst, toPage } from './pagination.js';
+import { NewestFirstList, toPage, unknownCursor } from './pagination.js';
 import { fromJson, fromJsonOrNull, toJson, type Row } from './rows.js';
 
 function conversationFromRow(r: Row): ConversationRecord {
@@ -39,10 +39,13 @@ export function createConversations(db: Database.Database, commits: GroupCommit)
     insertMessage: db.prepare(
       `INSERT INTO messages (id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
        VALUES (@id, @conversation_id, @org_id, @turn_id, @role, @content, @citations, @tool_runs, @usage, @status, @finish_reason, @error, @created_at)`),
+    messageSeq: db.prepare('SELECT seq FROM messages WHERE org_id = ? AND conversation_id = ? AND id = ?'),
+    messagesAfter: db.prepare('SELECT * FROM messages WHERE org_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
     history: db.prepare(
       `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?)
        ORDER BY turn_id IS NULL, turn_id, CASE role WHEN 'visitor' THEN 0 ELSE 1 END, seq`),
   };
+  const conversations = new NewestFirstList(db, 'conversations', 'org_id = ?', 'conversation');
 
   function insertMessage(rec: MessageRecord): void {
     sql.insertMessage.run({
@@ -64,10 +67,10 @@ export function createConversations(db: Database.Database, commits: GroupCommit)
     },
     async list(orgId, filter, page) {
       let where = '';
-      const params: unknown[] = [orgId];
+      const params: unknown[] = [];
       if (filter.agent_id !== undefined) { where += ' AND agent_id = ?'; params.push(filter.agent_id); }
       if (filter.status !== undefined) { where += ' AND status = ?'; params.push(filter.status); }
-      return toPage(newestFirst(db, 'conversations', where, params, page), page, conversationFromRow);
+      return toPage(conversations.rows([orgId], page, where, params), page, conversationFromRow);
     },
     setStatus(id, status, at) {
       return commits.write(() => { sql.setStatus.run(status, at, id); });
@@ -76,12 +79,13 @@ export function createConversations(db: Database.Database, commits: GroupCommit)
       return commits.write(() => insertMessage(rec));
     },
     async listMessages(orgId, conversationId, page): Promise<Page<MessageRecord>> {
-      const after = page.after === undefined ? '' : ' AND seq > coalesce((SELECT seq FROM messages WHERE id = ?), 0)';
-      const params: unknown[] = [orgId, conversationId];
-      if (page.after !== undefined) params.push(page.after);
-      const rows = db.prepare(
-        `SELECT * FROM messages WHERE org_id = ? AND conversation_id = ?${after} ORDER BY seq LIMIT ?`,
-      ).all(...params, page.limit + 1) as Row[];
+      let afterSeq = 0;
+      if (page.after !== undefined) {
+        const cursor = sql.messageSeq.get(orgId, conversationId, page.after) as { seq: number } | undefined;
+        if (cursor === undefined) throw unknownCursor('message');
+        afterSeq = cursor.seq;
+      }
+      const rows = sql.messagesAfter.all(orgId, conversationId, afterSeq, page.limit + 1) as Row[];
       return toPage(rows, page, messageFromRow);
     },
     async history(conversationId, limit) {

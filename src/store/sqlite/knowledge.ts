@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { newId } from '../../ids/ids.js';
 import type { KnowledgePort } from '../ports.js';
 import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, NewChunk } from '../records.js';
-import { newestFirst, toPage } from './pagination.js';
+import { NewestFirstList, toPage } from './pagination.js';
 import type { Row } from './rows.js';
 import { toFtsQuery } from './search-query.js';
 
@@ -41,6 +41,9 @@ export function createKnowledge(db: Database.Database): KnowledgePort {
     deleteChunks: db.prepare('DELETE FROM chunks WHERE doc_id = ?'),
   };
 
+  const bases = new NewestFirstList(db, 'knowledge_bases', 'org_id = ?', 'knowledge base');
+  const documents = new NewestFirstList(db, 'documents', 'org_id = ? AND kb_id = ?', 'document');
+
   const completeDocument = db.transaction((id: string, chunks: NewChunk[], at: string): boolean => {
     const doc = sql.documentForChunks.get(id) as { org_id: string; kb_id: string; title: string } | undefined;
     if (!doc) return false;
@@ -65,7 +68,7 @@ export function createKnowledge(db: Database.Database): KnowledgePort {
       return r ? knowledgeBaseFromRow(r) : undefined;
     },
     async listBases(orgId, page) {
-      return toPage(newestFirst(db, 'knowledge_bases', '', [orgId], page), page, knowledgeBaseFromRow);
+      return toPage(bases.rows([orgId], page), page, knowledgeBaseFromRow);
     },
     async createDocument(d) {
       sql.insertDocument.run(d.id, d.org_id, d.knowledge_base_id, d.title, d.content_type, d.status, d.error,
@@ -76,7 +79,7 @@ export function createKnowledge(db: Database.Database): KnowledgePort {
       return r ? documentFromRow(r) : undefined;
     },
     async listDocuments(orgId, kbId, page) {
-      return toPage(newestFirst(db, 'documents', ' AND kb_id = ?', [orgId, kbId], page), page, documentFromRow);
+      return toPage(documents.rows([orgId, kbId], page), page, documentFromRow);
     },
     async completeDocument(id, chunks, at) {
       return completeDocument(id, chunks, at);
