@@ -11,7 +11,7 @@
  */
 import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
-  DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk, OrganizationRecord, Page, PageRequest,
+  DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk, OrganizationRecord, Page, PageRequest, PendingDocument,
 } from './records.js';
 
 export interface OrganizationsPort {
@@ -44,14 +44,24 @@ export interface KnowledgePort {
   getBase(orgId: string, id: string): Promise<KnowledgeBaseRecord | undefined>;
   /** The organization's knowledge bases, newest first. Unknown cursor: AppError `validation_failed`. */
   listBases(orgId: string, page: PageRequest): Promise<Page<KnowledgeBaseRecord>>;
-  createDocument(rec: DocumentRecord): Promise<void>;
+  /**
+   * Stores the document record and its raw upload `content` together (one transaction): when this
+   * resolves both are durable, so an accepted upload (the 202 of API.md "Knowledge bases") survives a
+   * crash and can be ingested again from pendingDocuments(). `content` comes back as the same type.
+   */
+  createDocument(rec: DocumentRecord, content: Uint8Array | string): Promise<void>;
   getDocument(orgId: string, kbId: string, id: string): Promise<DocumentRecord | undefined>;
   /** The documents of one knowledge base, newest first. Unknown cursor (or one of another base): AppError `validation_failed`. */
   listDocuments(orgId: string, kbId: string, page: PageRequest): Promise<Page<DocumentRecord>>;
+  /**
+   * Every document still `processing`, across organizations, oldest first (created_at, then id), with
+   * the upload it was created from: what a restart must ingest again.
+   */
+  pendingDocuments(): Promise<PendingDocument[]>;
   /** Stores the chunks and marks the document ready, atomically. False if the document is gone. */
   completeDocument(id: string, chunks: NewChunk[], at: string): Promise<boolean>;
   failDocument(id: string, error: string, at: string): Promise<void>;
-  /** Deletes the document and its chunks. */
+  /** Deletes the document, its chunks and its stored upload. False when there is no such document. */
   deleteDocument(orgId: string, kbId: string, id: string): Promise<boolean>;
   /**
    * Full-text search (bm25) over the chunks of the given knowledge bases of `orgId`, best first, at most
@@ -69,7 +79,10 @@ export interface ConversationsPort {
    */
   list(orgId: string, filter: ConversationListFilter, page: PageRequest): Promise<Page<ConversationRecord>>;
   setStatus(id: string, status: ConversationStatus, at: string): Promise<void>;
-  /** Appends a message (durable when the promise resolves) and touches the conversation. */
+  /**
+   * Appends a message (durable when the promise resolves) and touches the conversation. Rejects when the
+   * conversation does not exist (a message always references its conversation).
+   */
   appendMessage(rec: MessageRecord): Promise<void>;
   /**
    * Messages of a conversation in the order they were stored. The cursor must name a message of this

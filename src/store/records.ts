@@ -127,6 +127,16 @@ export interface ChunkHit {
   score: number;
 }
 
+/**
+ * A document still `processing` with the upload it was created from (KnowledgePort.pendingDocuments):
+ * `content` comes back as the type it was stored as (string or bytes); null when none was stored
+ * (documents created before the store kept uploads).
+ */
+export interface PendingDocument {
+  document: DocumentRecord;
+  content: Uint8Array | string | null;
+}
+
 /** Filter of a conversation list. */
 export interface ConversationListFilter {
   agent_id?: string | undefined;

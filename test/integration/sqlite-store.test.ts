@@ -1,15 +1,20 @@
 /**
- * What only the SQLite adapter has, beyond the store ports: the group commit's savepoints and commit
- * failures. Real files in temp dirs; no mocks; no wall-clock bounds.
+ * What only the SQLite adapter has, beyond the store ports: schema migrations on an existing data
+ * directory, and the group commit's savepoints and commit failures. Real files in temp dirs; no mocks;
+ * no wall-clock bounds.
  */
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/store/sqlite/database.js';
+import { MIGRATIONS, openDatabase } from '../../src/store/sqlite/database.js';
 import { GroupCommit } from '../../src/store/sqlite/group-commit.js';
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { DocumentRecord } from '../../src/store/records.js';
 
 const T0 = '2025-01-01T00:00:00.000Z';
+const T1 = '2025-01-01T00:00:01.000Z';
 
 const dirs: string[] = [];
 const closers: Array<() => unknown> = [];
@@ -23,6 +28,88 @@ function tempDir(): string {
   dirs.push(d);
   return d;
 }
+
+function store(dir: string, opts: Parameters<typeof createSqliteStore>[1] = {}) {
+  const s = createSqliteStore(dir, opts);
+  closers.push(() => s.close());
+  return s;
+}
+
+/** A database file at schema version 1, exactly as users' data directories have it. */
+function version1(dir: string): Database.Database {
+  const db = new Database(join(dir, 'parley.db'));
+  db.pragma('journal_mode = WAL');
+  db.exec(MIGRATIONS[0]!);
+  db.pragma('user_version = 1');
+  return db;
+}
+
+const insertV1Message = (db: Database.Database, seq: number, id: string, conv: string, turn: string | null, role: string, content: string) =>
+  db.prepare(`INSERT INTO messages (seq, id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
+              VALUES (?, ?, ?, 'org_A', ?, ?, ?, '[]', '[]', NULL, 'completed', NULL, NULL, ?)`).run(seq, id, conv, turn, role, content, T0);
+
+function doc(id: string): DocumentRecord {
+  return {
+    id, org_id: 'org_A', knowledge_base_id: 'kb_1', title: 'Big', content_type: 'text/plain', status: 'processing',
+    error: null, chunk_count: 0, bytes: 3, created_at: T0, updated_at: T0,
+  };
+}
+
+describe('sqlite: migrations', () => {
+  it('migrates a version-1 directory: messages keep their order and now reference their conversation', async () => {
+    const dir = tempDir();
+    const v1 = version1(dir);
+    v1.prepare(`INSERT INTO conversations VALUES ('conv_1', 'org_A', 'agt_1', 'active', '{}', ?, ?)`).run(T0, T0);
+    insertV1Message(v1, 1, 'msg_b', 'conv_1', 'turn_1', 'visitor', 'first');
+    insertV1Message(v1, 2, 'msg_a', 'conv_1', 'turn_1', 'agent', 'second');
+    insertV1Message(v1, 5, 'msg_c', 'conv_1', 'turn_2', 'visitor', 'third');
+    v1.prepare(`INSERT INTO documents VALUES ('doc_old', 'org_A', 'kb_1', 'Old', 'text/plain', 'processing', NULL, 0, 3, ?, ?)`).run(T0, T0);
+    v1.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(2);
+    expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(s.db.pragma('foreign_key_check')).toEqual([]);
+    expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
+      .toEqual([{ table: 'conversations', from: 'conversation_id', to: 'id' }]);
+    expect(s.db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'messages' AND sql IS NOT NULL ORDER BY name`).all())
+      .toEqual([{ name: 'messages_conversation' }]);
+    expect(s.db.prepare('SELECT seq, id FROM messages ORDER BY seq').all())
+      .toEqual([{ seq: 1, id: 'msg_b' }, { seq: 2, id: 'msg_a' }, { seq: 5, id: 'msg_c' }]);
+    expect((await s.conversations.listMessages('org_A', 'conv_1', { limit: 10 })).data.map((m) => m.content)).toEqual(['first', 'second', 'third']);
+
+    await expect(s.conversations.appendMessage({
+      id: 'msg_x', conversation_id: 'conv_gone', org_id: 'org_A', turn_id: null, role: 'visitor', content: 'x', citations: [],
+      tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: T1,
+    })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
+    // A document from before the migration has no stored upload.
+    expect(await s.knowledge.pendingDocuments()).toEqual([{ document: { ...doc('doc_old'), title: 'Old' }, content: null }]);
+  });
+
+  it('refuses to migrate messages that name a missing conversation, and changes nothing', () => {
+    const dir = tempDir();
+    const v1 = version1(dir);
+    insertV1Message(v1, 1, 'msg_orphan', 'conv_missing', null, 'visitor', 'lost');
+    v1.close();
+
+    expect(() => createSqliteStore(dir)).toThrow(
+      'Schema migration 2 stopped: rows name a missing parent (messages -> conversations: 1 rows). Nothing was changed; ' +
+      'repair or remove those rows (PRAGMA foreign_key_check lists them), then start again.');
+    const after = new Database(join(dir, 'parley.db'));
+    closers.push(() => after.close());
+    expect(after.pragma('user_version', { simple: true })).toBe(1);
+    expect(after.prepare('SELECT id FROM messages').all()).toEqual([{ id: 'msg_orphan' }]);
+    expect(after.prepare(`SELECT name FROM sqlite_schema WHERE name IN ('messages_new', 'document_sources')`).all()).toEqual([]);
+  });
+
+  it('opens an up-to-date directory again without migrating', () => {
+    const dir = tempDir();
+    store(dir).db.close();
+    const again = store(dir);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(2);
+    expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
+  });
+});
 
 describe('sqlite: group commit', () => {
   function commitDb() {

@@ -25,7 +25,8 @@ function messageFromRow(r: Row): MessageRecord {
 }
 
 /**
- * ConversationsPort on SQLite: tables `conversations` and `messages` (`seq` is the stored order).
+ * ConversationsPort on SQLite: tables `conversations` and `messages` (`seq` is the stored order;
+ * `conversation_id` references `conversations(id)`, so appending to a missing conversation fails).
  * Every write goes through the group commit (`commits`): writes of one event-loop turn share one
  * transaction, apply in issue order and resolve after the commit (src/store/sqlite/group-commit.ts).
  */

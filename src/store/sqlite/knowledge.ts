@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { newId } from '../../ids/ids.js';
 import type { KnowledgePort } from '../ports.js';
-import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, NewChunk } from '../records.js';
+import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, NewChunk, PendingDocument } from '../records.js';
 import { NewestFirstList, toPage } from './pagination.js';
 import type { Row } from './rows.js';
 import { toFtsQuery } from './search-query.js';
@@ -20,9 +20,17 @@ function documentFromRow(r: Row): DocumentRecord {
   };
 }
 
+/** A stored upload as it was given: TEXT (is_text 1) as a string, BLOB as a Uint8Array; null when none was stored. */
+function sourceFromRow(content: unknown, isText: unknown): Uint8Array | string | null {
+  if (content == null) return null;
+  if (isText === 1) return content as string;
+  const buf = content as Buffer;
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
 /**
- * KnowledgePort on SQLite: tables `knowledge_bases`, `documents`, `chunks` with the FTS5 index
- * `chunks_fts` kept by triggers.
+ * KnowledgePort on SQLite: tables `knowledge_bases`, `documents`, `document_sources` (the raw upload,
+ * deleted with its document), `chunks` with the FTS5 index `chunks_fts` kept by triggers.
  */
 export function createKnowledge(db: Database.Database): KnowledgePort {
   const sql = {
@@ -31,8 +39,13 @@ export function createKnowledge(db: Database.Database): KnowledgePort {
     insertDocument: db.prepare(
       `INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    insertSource: db.prepare('INSERT INTO document_sources (doc_id, content, is_text) VALUES (?, ?, ?)'),
     documentById: db.prepare('SELECT * FROM documents WHERE org_id = ? AND kb_id = ? AND id = ?'),
     documentForChunks: db.prepare('SELECT org_id, kb_id, title FROM documents WHERE id = ?'),
+    pending: db.prepare(
+      `SELECT d.*, s.content AS source_content, s.is_text AS source_is_text
+       FROM documents d LEFT JOIN document_sources s ON s.doc_id = d.id
+       WHERE d.status = 'processing' ORDER BY d.created_at, d.id`),
     insertChunk: db.prepare(
       'INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
     markReady: db.prepare(`UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, updated_at = ? WHERE id = ?`),
@@ -43,6 +56,12 @@ export function createKnowledge(db: Database.Database): KnowledgePort {
 
   const bases = new NewestFirstList(db, 'knowledge_bases', 'org_id = ?', 'knowledge base');
   const documents = new NewestFirstList(db, 'documents', 'org_id = ? AND kb_id = ?', 'document');
+
+  const createDocument = db.transaction((d: DocumentRecord, content: Uint8Array | string) => {
+    sql.insertDocument.run(d.id, d.org_id, d.knowledge_base_id, d.title, d.content_type, d.status, d.error,
+      d.chunk_count, d.bytes, d.created_at, d.updated_at);
+    sql.insertSource.run(d.id, content, typeof content === 'string' ? 1 : 0);
+  });
 
   const completeDocument = db.transaction((id: string, chunks: NewChunk[], at: string): boolean => {
     const doc = sql.documentForChunks.get(id) as { org_id: string; kb_id: string; title: string } | undefined;
@@ -70,9 +89,8 @@ export function createKnowledge(db: Database.Database): KnowledgePort {
     async listBases(orgId, page) {
       return toPage(bases.rows([orgId], page), page, knowledgeBaseFromRow);
     },
-    async createDocument(d) {
-      sql.insertDocument.run(d.id, d.org_id, d.knowledge_base_id, d.title, d.content_type, d.status, d.error,
-        d.chunk_count, d.bytes, d.created_at, d.updated_at);
+    async createDocument(d, content) {
+      createDocument(d, content);
     },
     async getDocument(orgId, kbId, id) {
       const r = sql.documentById.get(orgId, kbId, id) as Row | undefined;
@@ -80,6 +98,11 @@ export function createKnowledge(db: Database.Database): KnowledgePort {
     },
     async listDocuments(orgId, kbId, page) {
       return toPage(documents.rows([orgId, kbId], page), page, documentFromRow);
+    },
+    async pendingDocuments(): Promise<PendingDocument[]> {
+      return (sql.pending.all() as Row[]).map((r) => ({
+        document: documentFromRow(r), content: sourceFromRow(r.source_content, r.source_is_text),
+      }));
     },
     async completeDocument(id, chunks, at) {
       return completeDocument(id, chunks, at);
