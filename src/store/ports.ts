@@ -9,9 +9,11 @@
  * an id cursor (exclusive). A cursor that names no record of the list's scope is refused: the list method
  * rejects with AppError `validation_failed` (400), `errors: [{ path: 'after', message: 'unknown cursor' }]`.
  */
+import type { TurnError } from '../vocabulary/turn.js';
 import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
-  DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk, OrganizationRecord, Page, PageRequest, PendingDocument,
+  DocumentRecord, InterruptedTurn, KnowledgeBaseRecord, MessageRecord, NewChunk, OrganizationRecord, Page, PageRequest,
+  PendingDocument,
 } from './records.js';
 
 export interface OrganizationsPort {
@@ -94,6 +96,17 @@ export interface ConversationsPort {
    * before its reply), so queued turns read as question/answer pairs.
    */
   history(conversationId: string, limit: number): Promise<MessageRecord[]>;
+  /**
+   * Closes the turns a crash cut short: for every visitor message with a `turn_id` and no agent message
+   * of that turn, appends (all in one transaction) a `failed` agent message of that turn carrying `error`
+   * (API.md "Chat": code `interrupted` after a restart), `created_at` = `at`, and returns what it appended,
+   * in the order the visitor messages were stored.
+   *
+   * Call it once at start-up, before the server listens: it treats every unanswered turn as dead, which
+   * is true only when this process is the store's single user. A store shared by several instances would
+   * need each turn to record the instance that owns it, and only that instance's dead turns failed.
+   */
+  failInterruptedTurns(error: TurnError, at: string): Promise<InterruptedTurn[]>;
 }
 
 /** The whole store. */

@@ -137,6 +137,15 @@ export interface PendingDocument {
   content: Uint8Array | string | null;
 }
 
+/** A turn found cut short (ConversationsPort.failInterruptedTurns) and the failed agent message stored for it. */
+export interface InterruptedTurn {
+  org_id: string;
+  conversation_id: string;
+  turn_id: string;
+  /** The id of the `failed` agent message appended for the turn. */
+  message_id: string;
+}
+
 /** Filter of a conversation list. */
 export interface ConversationListFilter {
   agent_id?: string | undefined;

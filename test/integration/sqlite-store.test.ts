@@ -73,7 +73,7 @@ describe('sqlite: migrations', () => {
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
       .toEqual([{ table: 'conversations', from: 'conversation_id', to: 'id' }]);
     expect(s.db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'messages' AND sql IS NOT NULL ORDER BY name`).all())
-      .toEqual([{ name: 'messages_conversation' }]);
+      .toEqual([{ name: 'messages_conversation' }, { name: 'messages_turn' }]);
     expect(s.db.prepare('SELECT seq, id FROM messages ORDER BY seq').all())
       .toEqual([{ seq: 1, id: 'msg_b' }, { seq: 2, id: 'msg_a' }, { seq: 5, id: 'msg_c' }]);
     expect((await s.conversations.listMessages('org_A', 'conv_1', { limit: 10 })).data.map((m) => m.content)).toEqual(['first', 'second', 'third']);

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
+import { newId } from '../../ids/ids.js';
 import type { ConversationsPort } from '../ports.js';
-import type { ConversationRecord, ConversationStatus, MessageRecord, Page } from '../records.js';
+import type { ConversationRecord, ConversationStatus, InterruptedTurn, MessageRecord, Page } from '../records.js';
 import type { GroupCommit } from './group-commit.js';
 import { NewestFirstList, toPage, unknownCursor } from './pagination.js';
 import { fromJson, fromJsonOrNull, toJson, type Row } from './rows.js';
@@ -45,6 +46,11 @@ export function createConversations(db: Database.Database, commits: GroupCommit)
     history: db.prepare(
       `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?)
        ORDER BY turn_id IS NULL, turn_id, CASE role WHEN 'visitor' THEN 0 ELSE 1 END, seq`),
+    unansweredTurns: db.prepare(
+      `SELECT v.org_id, v.conversation_id, v.turn_id, min(v.seq) AS first_seq FROM messages v
+       WHERE v.role = 'visitor' AND v.turn_id IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.turn_id = v.turn_id AND a.role = 'agent')
+       GROUP BY v.turn_id ORDER BY first_seq`),
   };
   const conversations = new NewestFirstList(db, 'conversations', 'org_id = ?', 'conversation');
 
@@ -91,6 +97,20 @@ export function createConversations(db: Database.Database, commits: GroupCommit)
     },
     async history(conversationId, limit) {
       return (sql.history.all(conversationId, limit) as Row[]).map(messageFromRow);
+    },
+    failInterruptedTurns(error, at) {
+      return commits.write((): InterruptedTurn[] => {
+        const turns = sql.unansweredTurns.all() as Array<{ org_id: string; conversation_id: string; turn_id: string }>;
+        return turns.map((t) => {
+          const messageId = newId('msg');
+          insertMessage({
+            id: messageId, conversation_id: t.conversation_id, org_id: t.org_id, turn_id: t.turn_id, role: 'agent',
+            status: 'failed', content: '', citations: [], tool_runs: [], usage: null, finish_reason: null,
+            error: { type: error.type, code: error.code, message: error.message }, created_at: at,
+          });
+          return { org_id: t.org_id, conversation_id: t.conversation_id, turn_id: t.turn_id, message_id: messageId };
+        });
+      });
     },
   };
 }

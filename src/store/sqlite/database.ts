@@ -64,6 +64,7 @@ export const MIGRATIONS: readonly string[] = [
   DROP TABLE messages;
   ALTER TABLE messages_new RENAME TO messages;
   CREATE INDEX messages_conversation ON messages(conversation_id, seq);
+  CREATE INDEX messages_turn ON messages(turn_id, role) WHERE turn_id IS NOT NULL;
   CREATE TABLE document_sources (
     doc_id TEXT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
     content BLOB NOT NULL, is_text INTEGER NOT NULL CHECK (is_text IN (0, 1)));
