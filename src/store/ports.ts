@@ -60,14 +60,20 @@ export interface KnowledgePort {
    * the upload it was created from: what a restart must ingest again.
    */
   pendingDocuments(): Promise<PendingDocument[]>;
-  /** Stores the chunks and marks the document ready, atomically. False if the document is gone. */
+  /**
+   * Replaces the document's chunks with `chunks` and marks it `ready` with `chunk_count`; resolves true
+   * once that is durable. Chunks of a document that is not `ready` are never searchable, so an adapter may
+   * store them in several steps; a crash part-way leaves the document `processing`, and a later call for
+   * the same id replaces whatever part was stored. False if the document is gone (also when it is
+   * deleted part-way: nothing of it stays).
+   */
   completeDocument(id: string, chunks: NewChunk[], at: string): Promise<boolean>;
   failDocument(id: string, error: string, at: string): Promise<void>;
   /** Deletes the document, its chunks and its stored upload. False when there is no such document. */
   deleteDocument(orgId: string, kbId: string, id: string): Promise<boolean>;
   /**
-   * Full-text search (bm25) over the chunks of the given knowledge bases of `orgId`, best first, at most
-   * `k`. Returns [] for a query with no searchable words.
+   * Full-text search (bm25) over the chunks of the `ready` documents of the given knowledge bases of
+   * `orgId`, best first, at most `k`. Returns [] for a query with no searchable words.
    */
   search(orgId: string, kbIds: string[], query: string, k: number): Promise<ChunkHit[]>;
 }

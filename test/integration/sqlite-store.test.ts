@@ -1,7 +1,8 @@
 /**
- * What only the SQLite adapter has, beyond the store ports: schema migrations on an existing data
- * directory, and the group commit's savepoints and commit failures. Real files in temp dirs; no mocks;
- * no wall-clock bounds.
+ * What only the SQLite adapter has, beyond the store contract (test/contract/): schema migrations on an
+ * existing data directory, the group commit's savepoints and commit failures, and completeDocument's
+ * slices (partial chunks never searchable, a crash part-way replaced by the next attempt). Real files in
+ * temp dirs; no mocks; no wall-clock bounds.
  */
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS, openDatabase } from '../../src/store/sqlite/database.js';
 import { GroupCommit } from '../../src/store/sqlite/group-commit.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { DocumentRecord } from '../../src/store/records.js';
+import type { DocumentRecord, NewChunk } from '../../src/store/records.js';
 
 const T0 = '2025-01-01T00:00:00.000Z';
 const T1 = '2025-01-01T00:00:01.000Z';
@@ -55,6 +56,15 @@ function doc(id: string): DocumentRecord {
   };
 }
 
+/** `n` chunks, each with the word `word` and its own number. */
+const chunks = (n: number, word: string): NewChunk[] =>
+  Array.from({ length: n }, (_, i) => ({ ord: i, heading: '', text: `${word} passage number ${i}` }));
+
+const chunkRows = (db: Database.Database, docId: string) =>
+  (db.prepare('SELECT count(*) AS n FROM chunks WHERE doc_id = ?').get(docId) as { n: number }).n;
+
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 describe('sqlite: migrations', () => {
   it('migrates a version-1 directory: messages keep their order and now reference their conversation', async () => {
     const dir = tempDir();
@@ -84,6 +94,8 @@ describe('sqlite: migrations', () => {
     })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
     // A document from before the migration has no stored upload.
     expect(await s.knowledge.pendingDocuments()).toEqual([{ document: { ...doc('doc_old'), title: 'Old' }, content: null }]);
+    // The FTS index is merged by the store, not by FTS5's automerge.
+    expect(s.db.prepare(`SELECT v FROM chunks_fts_config WHERE k = 'automerge'`).get()).toEqual({ v: 0 });
   });
 
   it('refuses to migrate messages that name a missing conversation, and changes nothing', () => {
@@ -172,5 +184,93 @@ describe('sqlite: group commit', () => {
     db.close();
     const results = await Promise.allSettled(writes);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+  });
+});
+
+describe('sqlite: completeDocument in slices', () => {
+  async function withDocument(opts: Parameters<typeof createSqliteStore>[1] = { chunkSliceMs: 0 }) {
+    const dir = tempDir();
+    const s = store(dir, opts);
+    await s.knowledge.createBase({ id: 'kb_1', org_id: 'org_A', name: 'kb', created_at: T0 });
+    await s.knowledge.createDocument(doc('doc_1'), 'raw');
+    return { dir, s };
+  }
+
+  it('yields to the event loop between slices, and nothing is searchable before the document is ready', async () => {
+    const { s } = await withDocument();
+    let ticks = 0;
+    let ticking = true;
+    const count = () => { ticks++; if (ticking) setImmediate(count); };
+    setImmediate(count);
+    const done = s.knowledge.completeDocument('doc_1', chunks(40, 'quokka'), T1);
+    await tick();
+    await tick();
+    const midway = chunkRows(s.db, 'doc_1');
+    expect(midway).toBeGreaterThan(0);
+    expect(midway).toBeLessThan(40);
+    expect((await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1'))?.status).toBe('processing');
+    expect(await s.knowledge.search('org_A', ['kb_1'], 'quokka', 50)).toEqual([]);
+    expect(await done).toBe(true);
+    ticking = false;
+    // With a budget of 0 ms each slice stores one chunk: 40 slices, a yield after each.
+    expect(ticks).toBeGreaterThanOrEqual(40);
+    expect(chunkRows(s.db, 'doc_1')).toBe(40);
+    expect(await s.knowledge.search('org_A', ['kb_1'], 'quokka', 50)).toHaveLength(40);
+    expect(await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1')).toMatchObject({ status: 'ready', chunk_count: 40 });
+  });
+
+  it('a crash part-way leaves the document processing with partial chunks; the next attempt replaces them', async () => {
+    const { dir, s } = await withDocument();
+    const interrupted = s.knowledge.completeDocument('doc_1', chunks(30, 'numbat'), T1);
+    await tick();
+    await tick();
+    await s.close();
+    await expect(interrupted).rejects.toThrow();
+
+    const again = store(dir);
+    const partial = chunkRows(again.db, 'doc_1');
+    expect(partial).toBeGreaterThan(0);
+    expect(partial).toBeLessThan(30);
+    expect(await again.knowledge.search('org_A', ['kb_1'], 'numbat', 50)).toEqual([]);
+    expect((await again.knowledge.pendingDocuments()).map((p) => [p.document.id, p.document.status, p.content])).toEqual([['doc_1', 'processing', 'raw']]);
+
+    expect(await again.knowledge.completeDocument('doc_1', chunks(12, 'numbat'), T1)).toBe(true);
+    expect(chunkRows(again.db, 'doc_1')).toBe(12);
+    expect(await again.knowledge.search('org_A', ['kb_1'], 'numbat', 50)).toHaveLength(12);
+    expect(await again.knowledge.pendingDocuments()).toEqual([]);
+    again.db.exec(`INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')`);
+  });
+
+  it('stops and returns false when the document is deleted part-way, leaving no chunk behind', async () => {
+    const { s } = await withDocument();
+    const done = s.knowledge.completeDocument('doc_1', chunks(30, 'bilby'), T1);
+    await tick();
+    await tick();
+    expect(await s.knowledge.deleteDocument('org_A', 'kb_1', 'doc_1')).toBe(true);
+    expect(await done).toBe(false);
+    expect(chunkRows(s.db, 'doc_1')).toBe(0);
+    expect(s.db.prepare('SELECT count(*) AS n FROM document_sources').get()).toEqual({ n: 0 });
+  });
+
+  it('runs two calls for the same document one after the other: the later one wins', async () => {
+    const { s } = await withDocument();
+    const first = s.knowledge.completeDocument('doc_1', chunks(15, 'dingo'), T1);
+    const second = s.knowledge.completeDocument('doc_1', chunks(7, 'dingo'), T1);
+    expect(await Promise.all([first, second])).toEqual([true, true]);
+    expect(chunkRows(s.db, 'doc_1')).toBe(7);
+    expect(await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1')).toMatchObject({ status: 'ready', chunk_count: 7 });
+  });
+
+  it('keeps the full-text index consistent through many slices, merges, replacements and deletes (default budget)', async () => {
+    const { s } = await withDocument({});
+    await s.knowledge.createDocument(doc('doc_2'), 'raw');
+    expect(await s.knowledge.completeDocument('doc_1', chunks(600, 'emu'), T1)).toBe(true);
+    expect(await s.knowledge.completeDocument('doc_2', chunks(300, 'emu'), T1)).toBe(true);
+    expect(await s.knowledge.completeDocument('doc_1', chunks(200, 'cassowary'), T1)).toBe(true);
+    expect(await s.knowledge.deleteDocument('org_A', 'kb_1', 'doc_2')).toBe(true);
+    await tick();
+    s.db.exec(`INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')`);
+    expect(await s.knowledge.search('org_A', ['kb_1'], 'emu', 1000)).toEqual([]);
+    expect(await s.knowledge.search('org_A', ['kb_1'], 'cassowary', 1000)).toHaveLength(200);
   });
 });

@@ -48,7 +48,8 @@ export const MIGRATIONS: readonly string[] = [
     usage TEXT, status TEXT NOT NULL, finish_reason TEXT, error TEXT, created_at TEXT NOT NULL);
   CREATE INDEX messages_conversation ON messages(conversation_id, seq);
   `,
-  // 2: a message references its conversation; uploads are kept until the document is deleted.
+  // 2: a message references its conversation; uploads are kept until the document is deleted; the FTS
+  // index is merged by the store in bounded steps instead of by FTS5's automerge (src/store/sqlite/fts-merge.ts).
   // The messages table is rebuilt (SQLite cannot add a constraint in place) following the 12-step
   // procedure of https://www.sqlite.org/lang_altertable.html#otheralter: foreign keys are off while
   // migrations run, the copy keeps `seq` (the stored order), the index is recreated after the rename,
@@ -69,6 +70,7 @@ export const MIGRATIONS: readonly string[] = [
     doc_id TEXT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
     content BLOB NOT NULL, is_text INTEGER NOT NULL CHECK (is_text IN (0, 1)));
   CREATE INDEX documents_processing ON documents(created_at, id) WHERE status = 'processing';
+  INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 0);
   `,
 ];
 
@@ -120,3 +122,19 @@ function migrate(db: Database.Database): void {
   }
 }
 
+/**
+ * Runs `fn` (which commits a transaction of its own) with `synchronous = NORMAL`, then restores
+ * `configured`. In WAL mode a NORMAL commit is atomic and consistent but not fsynced: power loss may drop
+ * it, never corrupt the database. Meant for intermediate steps whose loss is harmless and that a later
+ * commit at the configured level makes durable anyway: that commit's fsync of the WAL covers every frame
+ * written before it (https://www.sqlite.org/pragma.html#pragma_synchronous, https://www.sqlite.org/wal.html).
+ */
+export function withRelaxedSync<T>(db: Database.Database, configured: SqliteSync, fn: () => T): T {
+  if (configured === 'NORMAL') return fn();
+  db.pragma('synchronous = NORMAL');
+  try {
+    return fn();
+  } finally {
+    db.pragma(`synchronous = ${configured}`);
+  }
+}

@@ -13,18 +13,23 @@ import { createOrganizations } from './organizations.js';
 export interface SqliteStoreOptions {
   /** `PRAGMA synchronous` (default FULL: every commit survives power loss). */
   sync?: SqliteSync;
+  /** Work budget of one completeDocument slice, ms (default 4; see src/store/sqlite/knowledge.ts). */
+  chunkSliceMs?: number;
 }
 
 /**
  * The embedded store: one SQLite file `<dataDir>/parley.db` (WAL), opened and migrated by openDatabase(),
  * one module per port. better-sqlite3 is synchronous, so every method has completed its write (durable
  * per `sync`) before its promise resolves; conversation and message writes are group-committed (one
- * transaction per event-loop turn, see GroupCommit). `db` is the connection itself, for the composition
- * root and tests. Throws what openDatabase() throws.
+ * transaction per event-loop turn, see GroupCommit); a document's chunks are stored in time-bounded
+ * slices (see createKnowledge). `db` is the connection itself, for the composition root and tests.
+ * Throws what openDatabase() throws.
  */
 export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}): Store & { db: Database.Database } {
-  const db = openDatabase(join(dataDir, 'parley.db'), opts.sync ?? 'FULL');
+  const sync = opts.sync ?? 'FULL';
+  const db = openDatabase(join(dataDir, 'parley.db'), sync);
   const commits = new GroupCommit(db);
+  const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, { sync, chunkSliceMs: opts.chunkSliceMs });
   const ping = db.prepare('SELECT 1');
   return {
     kind: 'sqlite',
@@ -32,12 +37,13 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     organizations: createOrganizations(db),
     apiKeys: createApiKeys(db),
     agents: createAgents(db),
-    knowledge: createKnowledge(db),
+    knowledge,
     conversations: createConversations(db, commits),
     async ping() {
       ping.get();
     },
     async close() {
+      stopKnowledge();
       commits.flush();
       if (db.open) db.close();
     },
