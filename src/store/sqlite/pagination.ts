@@ -44,6 +44,10 @@ export class NewestFirstList {
     this.exists = db.prepare(`SELECT 1 FROM ${table} WHERE ${scope} AND id = ?`);
   }
 
+  /**
+   * The rows of one page: `scopeParams` fill `scope`'s placeholders; `filter` is SQL appended after it
+   * (starting with ` AND `, placeholders filled by `filterParams`). Throws unknownCursor(`thing`).
+   */
   rows(scopeParams: unknown[], page: PageRequest, filter = '', filterParams: unknown[] = []): Row[] {
     if (page.after !== undefined && this.exists.get(...scopeParams, page.after) === undefined) throw unknownCursor(this.thing);
     const after = page.after === undefined ? '' : ' AND id < ?';
