@@ -38,7 +38,7 @@ export class KnowledgeService {
       content_type: upload.contentType, status: 'processing', error: null, chunk_count: 0, bytes,
       created_at: now, updated_at: now,
     };
-    await this.store.knowledge.createDocument(doc);
+    await this.store.knowledge.createDocument(doc, upload.content);
     const job = this.ingest(doc, upload).finally(() => this.inflight.delete(job));
     this.inflight.add(job);
     return doc;

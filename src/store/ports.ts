@@ -1,13 +1,19 @@
 /**
  * Store ports (DESIGN.md "Store"): domain-shaped, async so that the SQLite and MongoDB adapters share
  * them, and behind one contract suite (test/contract/). Every method is scoped by organization where the
- * resource belongs to one; a record of another organization is reported as absent (`undefined`), never
- * as forbidden (API.md "Errors": 404). Times are RFC 3339 UTC strings. The records are the store's own
- * (src/store/records.ts); the vocabulary they use is src/vocabulary/.
+ * resource belongs to one; a record of another organization is reported as absent (`undefined`, false or
+ * an empty list), never as forbidden (API.md "Errors": 404). Times are RFC 3339 UTC strings. The records
+ * are the store's own (src/store/records.ts); the vocabulary they use is src/vocabulary/.
+ *
+ * Lists (API.md "Conventions"): `page.limit` records at most, `has_more` when more follow, `page.after`
+ * an id cursor (exclusive). A cursor that names no record of the list's scope is refused: the list method
+ * rejects with AppError `validation_failed` (400), `errors: [{ path: 'after', message: 'unknown cursor' }]`.
  */
+import type { TurnError } from '../vocabulary/turn.js';
 import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
-  DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk, OrganizationRecord, Page, PageRequest,
+  DocumentRecord, InterruptedTurn, KnowledgeBaseRecord, MessageRecord, NewChunk, OrganizationRecord, Page, PageRequest,
+  PendingDocument,
 } from './records.js';
 
 export interface OrganizationsPort {
@@ -20,32 +26,54 @@ export interface ApiKeysPort {
   create(rec: ApiKeyRecord): Promise<void>;
   /** The key whose hash is `keyHash`, revoked or not. */
   findByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /** Revokes a key of `orgId` that is not yet revoked; false when there is no such key or it already was. */
   revoke(orgId: string, id: string, at: string): Promise<boolean>;
 }
 
 export interface AgentsPort {
   create(rec: AgentRecord): Promise<void>;
   get(orgId: string, id: string): Promise<AgentRecord | undefined>;
+  /** The organization's agents, newest first. Unknown cursor: AppError `validation_failed`. */
   list(orgId: string, page: PageRequest): Promise<Page<AgentRecord>>;
+  /** Applies `patch`; the updated record, or undefined when `orgId` has no such agent. */
   update(orgId: string, id: string, patch: AgentPatch, at: string): Promise<AgentRecord | undefined>;
+  /** False when `orgId` has no such agent. */
   delete(orgId: string, id: string): Promise<boolean>;
 }
 
 export interface KnowledgePort {
   createBase(rec: KnowledgeBaseRecord): Promise<void>;
   getBase(orgId: string, id: string): Promise<KnowledgeBaseRecord | undefined>;
+  /** The organization's knowledge bases, newest first. Unknown cursor: AppError `validation_failed`. */
   listBases(orgId: string, page: PageRequest): Promise<Page<KnowledgeBaseRecord>>;
-  createDocument(rec: DocumentRecord): Promise<void>;
+  /**
+   * Stores the document record and its raw upload `content` together (one transaction): when this
+   * resolves both are durable, so an accepted upload (the 202 of API.md "Knowledge bases") survives a
+   * crash and can be ingested again from pendingDocuments(). `content` comes back as the same type.
+   */
+  createDocument(rec: DocumentRecord, content: Uint8Array | string): Promise<void>;
   getDocument(orgId: string, kbId: string, id: string): Promise<DocumentRecord | undefined>;
+  /** The documents of one knowledge base, newest first. Unknown cursor (or one of another base): AppError `validation_failed`. */
   listDocuments(orgId: string, kbId: string, page: PageRequest): Promise<Page<DocumentRecord>>;
-  /** Stores the chunks and marks the document ready, atomically. False if the document is gone. */
+  /**
+   * Every document still `processing`, across organizations, oldest first (created_at, then id), with
+   * the upload it was created from: what a restart must ingest again.
+   */
+  pendingDocuments(): Promise<PendingDocument[]>;
+  /**
+   * Replaces the document's chunks with `chunks` and marks it `ready` with `chunk_count`; resolves true
+   * once that is durable. Chunks of a document that is not `ready` are never searchable, so an adapter may
+   * store them in several steps; a crash part-way leaves the document `processing`, and a later call for
+   * the same id replaces whatever part was stored. False if the document is gone (also when it is
+   * deleted part-way: nothing of it stays).
+   */
   completeDocument(id: string, chunks: NewChunk[], at: string): Promise<boolean>;
   failDocument(id: string, error: string, at: string): Promise<void>;
-  /** Deletes the document and its chunks. */
+  /** Deletes the document, its chunks and its stored upload. False when there is no such document. */
   deleteDocument(orgId: string, kbId: string, id: string): Promise<boolean>;
   /**
-   * Full-text search (bm25) over the chunks of the given knowledge bases of `orgId`, best first, at most
-   * `k`. Returns [] for a query with no searchable words.
+   * Full-text search (bm25) over the chunks of the `ready` documents of the given knowledge bases of
+   * `orgId`, best first, at most `k`. Returns [] for a query with no searchable words.
    */
   search(orgId: string, kbIds: string[], query: string, k: number): Promise<ChunkHit[]>;
 }
@@ -53,17 +81,38 @@ export interface KnowledgePort {
 export interface ConversationsPort {
   create(rec: ConversationRecord): Promise<void>;
   get(orgId: string, id: string): Promise<ConversationRecord | undefined>;
+  /**
+   * The organization's conversations matching `filter`, newest first. The cursor must name a conversation
+   * of the organization (the filter does not narrow that); otherwise AppError `validation_failed`.
+   */
   list(orgId: string, filter: ConversationListFilter, page: PageRequest): Promise<Page<ConversationRecord>>;
   setStatus(id: string, status: ConversationStatus, at: string): Promise<void>;
-  /** Appends a message (durable when the promise resolves) and touches the conversation. */
+  /**
+   * Appends a message (durable when the promise resolves) and touches the conversation. Rejects when the
+   * conversation does not exist (a message always references its conversation).
+   */
   appendMessage(rec: MessageRecord): Promise<void>;
-  /** Messages of a conversation in the order they were stored. */
+  /**
+   * Messages of a conversation in the order they were stored. The cursor must name a message of this
+   * conversation; otherwise AppError `validation_failed`.
+   */
   listMessages(orgId: string, conversationId: string, page: PageRequest): Promise<Page<MessageRecord>>;
   /**
    * The last `limit` completed messages for model context, in turn order (a turn's visitor message
    * before its reply), so queued turns read as question/answer pairs.
    */
   history(conversationId: string, limit: number): Promise<MessageRecord[]>;
+  /**
+   * Closes the turns a crash cut short: for every visitor message with a `turn_id` and no agent message
+   * of that turn, appends (all in one transaction) a `failed` agent message of that turn carrying `error`
+   * (API.md "Chat": code `interrupted` after a restart), `created_at` = `at`, and returns what it appended,
+   * in the order the visitor messages were stored.
+   *
+   * Call it once at start-up, before the server listens: it treats every unanswered turn as dead, which
+   * is true only when this process is the store's single user. A store shared by several instances would
+   * need each turn to record the instance that owns it, and only that instance's dead turns failed.
+   */
+  failInterruptedTurns(error: TurnError, at: string): Promise<InterruptedTurn[]>;
 }
 
 /** The whole store. */

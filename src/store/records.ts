@@ -127,6 +127,25 @@ export interface ChunkHit {
   score: number;
 }
 
+/**
+ * A document still `processing` with the upload it was created from (KnowledgePort.pendingDocuments):
+ * `content` comes back as the type it was stored as (string or bytes); null when none was stored
+ * (documents created before the store kept uploads).
+ */
+export interface PendingDocument {
+  document: DocumentRecord;
+  content: Uint8Array | string | null;
+}
+
+/** A turn found cut short (ConversationsPort.failInterruptedTurns) and the failed agent message stored for it. */
+export interface InterruptedTurn {
+  org_id: string;
+  conversation_id: string;
+  turn_id: string;
+  /** The id of the `failed` agent message appended for the turn. */
+  message_id: string;
+}
+
 /** Filter of a conversation list. */
 export interface ConversationListFilter {
   agent_id?: string | undefined;

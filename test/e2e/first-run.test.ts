@@ -47,6 +47,18 @@ function exitOf(child: ChildProcess): Promise<number | null> {
   return new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
 }
 
+/**
+ * The credentials file of `dataDir` once it is complete: the server creates the file and then writes
+ * it, so a reader polling for it can see it empty or partly written in between (undefined then).
+ */
+function credentialsIn(dataDir: string): { api_key: string; agent_id: string } | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dataDir, 'initial-credentials.json'), 'utf8')) as { api_key: string; agent_id: string };
+  } catch {
+    return undefined;
+  }
+}
+
 const dirs: string[] = [];
 afterAll(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
 
@@ -96,7 +108,7 @@ describe('npm start on an empty data dir', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-'));
     dirs.push(dataDir);
     const srv = await start(dataDir, { PARLEY_BUILTIN_WORD_DELAY_MS: '40', PARLEY_SHUTDOWN_GRACE_MS: '15000' });
-    const creds = await waitFor(() => (existsSync(join(dataDir, 'initial-credentials.json')) ? JSON.parse(readFileSync(join(dataDir, 'initial-credentials.json'), 'utf8')) as { api_key: string; agent_id: string } : undefined), 20_000, 'credentials');
+    const creds = await waitFor(() => credentialsIn(dataDir), 20_000, 'credentials');
     const headers = { authorization: `Bearer ${creds.api_key}`, 'content-type': 'application/json' };
     let signalled = false;
     const streamed = readSse(`${srv.url}/v1/agents/${creds.agent_id}/chat`, { method: 'POST', headers, body: JSON.stringify({ message: 'What is the format of an API key?', stream: true }) }, (ev) => {

@@ -2,8 +2,11 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-/** Schema migrations, applied in order; `PRAGMA user_version` records how many ran. */
-const MIGRATIONS: string[] = [
+/**
+ * Schema migrations, applied in order; `PRAGMA user_version` records how many ran. A migration that has
+ * been released has run on users' data: never edit one, append the next.
+ */
+export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE organizations (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
   CREATE TABLE api_keys (
@@ -45,28 +48,93 @@ const MIGRATIONS: string[] = [
     usage TEXT, status TEXT NOT NULL, finish_reason TEXT, error TEXT, created_at TEXT NOT NULL);
   CREATE INDEX messages_conversation ON messages(conversation_id, seq);
   `,
+  // 2: a message references its conversation; uploads are kept until the document is deleted; the FTS
+  // index is merged by the store in bounded steps instead of by FTS5's automerge (src/store/sqlite/fts-merge.ts).
+  // The messages table is rebuilt (SQLite cannot add a constraint in place) following the 12-step
+  // procedure of https://www.sqlite.org/lang_altertable.html#otheralter: foreign keys are off while
+  // migrations run, the copy keeps `seq` (the stored order), the index is recreated after the rename,
+  // and openDatabase() runs PRAGMA foreign_key_check before the commit.
+  `
+  CREATE TABLE messages_new (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, conversation_id TEXT NOT NULL REFERENCES conversations(id),
+    org_id TEXT NOT NULL, turn_id TEXT, role TEXT NOT NULL, content TEXT NOT NULL, citations TEXT NOT NULL,
+    tool_runs TEXT NOT NULL, usage TEXT, status TEXT NOT NULL, finish_reason TEXT, error TEXT, created_at TEXT NOT NULL);
+  INSERT INTO messages_new (seq, id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
+    SELECT seq, id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at
+    FROM messages;
+  DROP TABLE messages;
+  ALTER TABLE messages_new RENAME TO messages;
+  CREATE INDEX messages_conversation ON messages(conversation_id, seq);
+  CREATE INDEX messages_turn ON messages(turn_id, role) WHERE turn_id IS NOT NULL;
+  CREATE TABLE document_sources (
+    doc_id TEXT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    content BLOB NOT NULL, is_text INTEGER NOT NULL CHECK (is_text IN (0, 1)));
+  CREATE INDEX documents_processing ON documents(created_at, id) WHERE status = 'processing';
+  INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 0);
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */
 export type SqliteSync = 'FULL' | 'NORMAL';
 
 /**
- * Opens (creating if needed) the SQLite database at `file` in WAL mode and applies pending migrations.
- * Throws what better-sqlite3 throws when the file cannot be opened.
+ * Opens (creating if needed) the SQLite database at `file` in WAL mode, applies pending migrations and
+ * turns foreign keys on. Each migration runs in its own transaction with foreign keys off (they cannot
+ * be switched inside a transaction, and rebuilding a table needs them off: SQLite's ALTER TABLE
+ * procedure), and commits only if `PRAGMA foreign_key_check` finds no row naming a missing parent.
+ * Throws what better-sqlite3 throws when the file cannot be opened or a migration fails (the database is
+ * then closed and left at the last migration that committed), and an Error naming the offending tables
+ * when a migration would leave such rows.
  */
 export function openDatabase(file: string, sync: SqliteSync = 'FULL'): Database.Database {
   mkdirSync(dirname(file), { recursive: true });
   const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${sync}`);
-  db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${sync}`);
+    db.pragma('busy_timeout = 5000');
+    migrate(db);
+    db.pragma('foreign_keys = ON');
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+function migrate(db: Database.Database): void {
   const version = db.pragma('user_version', { simple: true }) as number;
+  if (version >= MIGRATIONS.length) return;
+  db.pragma('foreign_keys = OFF');
   for (let v = version; v < MIGRATIONS.length; v++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[v]!);
+      const broken = db.pragma('foreign_key_check') as Array<{ table: string; parent: string }>;
+      if (broken.length > 0) {
+        const counts = new Map<string, number>();
+        for (const b of broken) counts.set(`${b.table} -> ${b.parent}`, (counts.get(`${b.table} -> ${b.parent}`) ?? 0) + 1);
+        const list = [...counts].map(([k, n]) => `${k}: ${n} rows`).join(', ');
+        throw new Error(`Schema migration ${v + 1} stopped: rows name a missing parent (${list}). Nothing was changed; ` +
+          'repair or remove those rows (PRAGMA foreign_key_check lists them), then start again.');
+      }
       db.pragma(`user_version = ${v + 1}`);
     })();
   }
-  return db;
+}
+
+/**
+ * Runs `fn` (which commits a transaction of its own) with `synchronous = NORMAL`, then restores
+ * `configured`. In WAL mode a NORMAL commit is atomic and consistent but not fsynced: power loss may drop
+ * it, never corrupt the database. Meant for intermediate steps whose loss is harmless and that a later
+ * commit at the configured level makes durable anyway: that commit's fsync of the WAL covers every frame
+ * written before it (https://www.sqlite.org/pragma.html#pragma_synchronous, https://www.sqlite.org/wal.html).
+ */
+export function withRelaxedSync<T>(db: Database.Database, configured: SqliteSync, fn: () => T): T {
+  if (configured === 'NORMAL') return fn();
+  db.pragma('synchronous = NORMAL');
+  try {
+    return fn();
+  } finally {
+    db.pragma(`synchronous = ${configured}`);
+  }
 }

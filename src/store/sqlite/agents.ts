@@ -1,0 +1,56 @@
+import type Database from 'better-sqlite3';
+import type { AgentsPort } from '../ports.js';
+import type { AgentRecord } from '../records.js';
+import { NewestFirstList, toPage } from './pagination.js';
+import { fromJson, toJson, type Row } from './rows.js';
+
+function agentFromRow(r: Row): AgentRecord {
+  return {
+    id: r.id as string, org_id: r.org_id as string, name: r.name as string,
+    description: r.description as string, instructions: r.instructions as string,
+    model: { provider: r.model_provider as string, name: r.model_name as string },
+    knowledge_base_ids: fromJson(r.knowledge_base_ids), tools: fromJson(r.tools), safety: fromJson(r.safety),
+    published: r.published === 1, public_key: (r.public_key as string | null) ?? null,
+    created_at: r.created_at as string, updated_at: r.updated_at as string,
+  };
+}
+
+/**
+ * AgentsPort on SQLite (table `agents`; `model` in two columns, lists and settings as JSON text); each
+ * write is its own transaction. An update reads and writes in one synchronous step, so nothing interleaves.
+ */
+export function createAgents(db: Database.Database): AgentsPort {
+  const insert = db.prepare(
+    `INSERT INTO agents (id, org_id, name, description, instructions, model_provider, model_name, knowledge_base_ids, tools, safety, published, public_key, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const byId = db.prepare('SELECT * FROM agents WHERE org_id = ? AND id = ?');
+  const update = db.prepare(
+    `UPDATE agents SET name = ?, description = ?, instructions = ?, model_provider = ?, model_name = ?,
+     knowledge_base_ids = ?, tools = ?, safety = ?, updated_at = ? WHERE org_id = ? AND id = ?`);
+  const remove = db.prepare('DELETE FROM agents WHERE org_id = ? AND id = ?');
+  const list = new NewestFirstList(db, 'agents', 'org_id = ?', 'agent');
+  return {
+    async create(a) {
+      insert.run(a.id, a.org_id, a.name, a.description, a.instructions, a.model.provider, a.model.name,
+        toJson(a.knowledge_base_ids), toJson(a.tools), toJson(a.safety), a.published ? 1 : 0, a.public_key, a.created_at, a.updated_at);
+    },
+    async get(orgId, id) {
+      const r = byId.get(orgId, id) as Row | undefined;
+      return r ? agentFromRow(r) : undefined;
+    },
+    async list(orgId, page) {
+      return toPage(list.rows([orgId], page), page, agentFromRow);
+    },
+    async update(orgId, id, patch, at) {
+      const cur = byId.get(orgId, id) as Row | undefined;
+      if (!cur) return undefined;
+      const next: AgentRecord = { ...agentFromRow(cur), ...patch, updated_at: at };
+      update.run(next.name, next.description, next.instructions, next.model.provider, next.model.name,
+        toJson(next.knowledge_base_ids), toJson(next.tools), toJson(next.safety), at, orgId, id);
+      return next;
+    },
+    async delete(orgId, id) {
+      return remove.run(orgId, id).changes > 0;
+    },
+  };
+}

@@ -1,0 +1,542 @@
+/**
+ * The store contract (DESIGN.md "Store": one contract suite for every adapter): the behaviour of every
+ * port method of src/store/ports.ts, written once and run on each adapter by a `*.contract.test.ts` file
+ * that calls describeStoreContract() with a factory for that adapter (the way one test suite is looped
+ * over several drivers). Only the ports are used here, never an adapter's internals; adapter-specific
+ * checks (SQL, migrations, slicing) live in the adapter's own tests.
+ *
+ * Rules of this file: expected values are literals (ids below are fixed and sort in the order the names
+ * say), no assertion sits inside an `if`, and nothing depends on wall-clock time.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AppError } from '../../src/errors/app-error.js';
+import type { Store } from '../../src/store/ports.js';
+import type {
+  AgentRecord, ApiKeyRecord, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk,
+} from '../../src/store/records.js';
+
+/** One adapter under test: a store on fresh, empty storage. */
+export interface StoreUnderTest {
+  store: Store;
+  /** Opens a new store (a new connection) on the same storage; called after `store` was closed. */
+  reopen(): Promise<Store>;
+  /** Closes what is still open and removes the storage. */
+  destroy(): Promise<void>;
+}
+
+/** Makes a StoreUnderTest; called before every test. */
+export type MakeStore = () => Promise<StoreUnderTest>;
+
+const ORG_A = 'org_A';
+const ORG_B = 'org_B';
+const T0 = '2025-01-01T00:00:00.000Z';
+const T1 = '2025-01-01T00:00:01.000Z';
+const T2 = '2025-01-01T00:00:02.000Z';
+const T3 = '2025-01-01T00:00:03.000Z';
+
+function agent(id: string, org = ORG_A, name = `Agent ${id}`): AgentRecord {
+  return {
+    id, org_id: org, name, description: 'd', instructions: 'be brief', model: { provider: 'builtin', name: 'extractive' },
+    knowledge_base_ids: ['kb_1'], tools: ['search_knowledge'], safety: { blocked_phrases: ['secret plan'], redact_pii: true, blocked_message: 'Sorry.' },
+    published: false, public_key: null, created_at: T0, updated_at: T0,
+  };
+}
+
+function base(id: string, org = ORG_A): KnowledgeBaseRecord {
+  return { id, org_id: org, name: `Base ${id}`, created_at: T0 };
+}
+
+function doc(id: string, kb: string, org = ORG_A, created_at = T0, title = `Title ${id}`): DocumentRecord {
+  return {
+    id, org_id: org, knowledge_base_id: kb, title, content_type: 'text/plain', status: 'processing', error: null,
+    chunk_count: 0, bytes: 5, created_at, updated_at: created_at,
+  };
+}
+
+function conversation(id: string, org = ORG_A, agentId = 'agt_1', status: ConversationRecord['status'] = 'active'): ConversationRecord {
+  return { id, org_id: org, agent_id: agentId, status, metadata: { source: 'test' }, created_at: T0, updated_at: T0 };
+}
+
+function message(id: string, conv: string, role: MessageRecord['role'], turn: string | null, content: string, extra: Partial<MessageRecord> = {}): MessageRecord {
+  return {
+    id, conversation_id: conv, org_id: ORG_A, turn_id: turn, role, content, citations: [], tool_runs: [], usage: null,
+    status: 'completed', finish_reason: role === 'agent' ? 'stop' : null, error: null, created_at: T1, ...extra,
+  };
+}
+
+const chunk = (ord: number, text: string, heading = ''): NewChunk => ({ ord, heading, text });
+
+/** What an unknown cursor rejects with (ports.ts "Lists"). */
+function unknownCursor(thing: string) {
+  return {
+    code: 'validation_failed', type: 'invalid_request_error', status: 400,
+    message: `The cursor \`after\` names no ${thing} of this list.`,
+    errors: [{ path: 'after', message: 'unknown cursor' }],
+  };
+}
+
+const ids = (page: { data: Array<{ id: string }> }) => page.data.map((r) => r.id);
+
+/** Registers the contract suite for one adapter: `name` labels it, `makeStore` gives each test a fresh store. */
+export function describeStoreContract(name: string, makeStore: MakeStore): void {
+  describe(`store contract: ${name}`, () => {
+    let sut: StoreUnderTest;
+    let store: Store;
+
+    beforeEach(async () => {
+      sut = await makeStore();
+      store = sut.store;
+    });
+    afterEach(async () => {
+      await sut?.destroy();
+    });
+
+    describe('organizations', () => {
+      it('stores, reads back and counts organizations; an unknown id is undefined', async () => {
+        expect(await store.organizations.count()).toBe(0);
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.organizations.create({ id: ORG_B, name: 'Bravo', created_at: T1 });
+        expect(await store.organizations.get(ORG_A)).toEqual({ id: ORG_A, name: 'Acme', created_at: T0 });
+        expect(await store.organizations.get('org_missing')).toBeUndefined();
+        expect(await store.organizations.count()).toBe(2);
+      });
+    });
+
+    describe('api keys', () => {
+      const key: ApiKeyRecord = { id: 'key_1', org_id: ORG_A, name: 'ci', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null };
+
+      beforeEach(async () => {
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.organizations.create({ id: ORG_B, name: 'Bravo', created_at: T0 });
+        await store.apiKeys.create(key);
+      });
+
+      it('finds a key by its hash; an unknown hash is undefined', async () => {
+        expect(await store.apiKeys.findByHash('h1')).toEqual(key);
+        expect(await store.apiKeys.findByHash('h2')).toBeUndefined();
+      });
+
+      it('revokes once: the second revoke is false, and the revoked key is still found with revoked_at', async () => {
+        expect(await store.apiKeys.revoke(ORG_A, 'key_1', T1)).toBe(true);
+        expect(await store.apiKeys.revoke(ORG_A, 'key_1', T2)).toBe(false);
+        expect(await store.apiKeys.findByHash('h1')).toEqual({ ...key, revoked_at: T1 });
+      });
+
+      it('another organization cannot revoke the key, and an unknown key is false', async () => {
+        expect(await store.apiKeys.revoke(ORG_B, 'key_1', T1)).toBe(false);
+        expect(await store.apiKeys.revoke(ORG_A, 'key_missing', T1)).toBe(false);
+        expect(await store.apiKeys.findByHash('h1')).toEqual(key);
+      });
+    });
+
+    describe('agents', () => {
+      it('reads back every field; another organization sees undefined', async () => {
+        const a = { ...agent('agt_1'), published: true, public_key: 'pk_1' };
+        await store.agents.create(a);
+        expect(await store.agents.get(ORG_A, 'agt_1')).toEqual(a);
+        expect(await store.agents.get(ORG_B, 'agt_1')).toBeUndefined();
+        expect(await store.agents.get(ORG_A, 'agt_missing')).toBeUndefined();
+      });
+
+      it('lists newest first (descending id), scoped to the organization', async () => {
+        for (const id of ['agt_2', 'agt_1', 'agt_3']) await store.agents.create(agent(id));
+        await store.agents.create(agent('agt_9', ORG_B));
+        expect(await store.agents.list(ORG_A, { limit: 20 }).then(ids)).toEqual(['agt_3', 'agt_2', 'agt_1']);
+        expect(await store.agents.list(ORG_B, { limit: 20 }).then(ids)).toEqual(['agt_9']);
+        expect(await store.agents.list('org_empty', { limit: 20 })).toEqual({ data: [], has_more: false });
+      });
+
+      it('pages with limit, has_more and the after cursor', async () => {
+        for (const id of ['agt_1', 'agt_2', 'agt_3', 'agt_4', 'agt_5']) await store.agents.create(agent(id));
+        const p1 = await store.agents.list(ORG_A, { limit: 2 });
+        expect([ids(p1), p1.has_more]).toEqual([['agt_5', 'agt_4'], true]);
+        const p2 = await store.agents.list(ORG_A, { limit: 2, after: 'agt_4' });
+        expect([ids(p2), p2.has_more]).toEqual([['agt_3', 'agt_2'], true]);
+        const p3 = await store.agents.list(ORG_A, { limit: 2, after: 'agt_2' });
+        expect([ids(p3), p3.has_more]).toEqual([['agt_1'], false]);
+        expect(await store.agents.list(ORG_A, { limit: 2, after: 'agt_1' })).toEqual({ data: [], has_more: false });
+        const exact = await store.agents.list(ORG_A, { limit: 5 });
+        expect([ids(exact).length, exact.has_more]).toEqual([5, false]);
+      });
+
+      it('refuses a cursor that names no agent of the organization with a 400 AppError', async () => {
+        await store.agents.create(agent('agt_1'));
+        await store.agents.create(agent('agt_9', ORG_B));
+        await expect(store.agents.list(ORG_A, { limit: 2, after: 'agt_missing' })).rejects.toBeInstanceOf(AppError);
+        await expect(store.agents.list(ORG_A, { limit: 2, after: 'agt_missing' })).rejects.toMatchObject(unknownCursor('agent'));
+        await expect(store.agents.list(ORG_A, { limit: 2, after: 'agt_9' })).rejects.toMatchObject(unknownCursor('agent'));
+      });
+
+      it('updates only the patched fields and returns the new record; a missing or foreign agent is undefined', async () => {
+        await store.agents.create(agent('agt_1'));
+        const updated = await store.agents.update(ORG_A, 'agt_1', { name: 'Renamed', knowledge_base_ids: ['kb_2', 'kb_3'] }, T2);
+        const expected = { ...agent('agt_1'), name: 'Renamed', knowledge_base_ids: ['kb_2', 'kb_3'], updated_at: T2 };
+        expect(updated).toEqual(expected);
+        expect(await store.agents.get(ORG_A, 'agt_1')).toEqual(expected);
+        expect(await store.agents.update(ORG_A, 'agt_missing', { name: 'x' }, T2)).toBeUndefined();
+        expect(await store.agents.update(ORG_B, 'agt_1', { name: 'x' }, T2)).toBeUndefined();
+        expect((await store.agents.get(ORG_A, 'agt_1'))?.name).toBe('Renamed');
+      });
+
+      it('deletes once: the second delete and a foreign delete are false', async () => {
+        await store.agents.create(agent('agt_1'));
+        expect(await store.agents.delete(ORG_B, 'agt_1')).toBe(false);
+        expect(await store.agents.delete(ORG_A, 'agt_1')).toBe(true);
+        expect(await store.agents.delete(ORG_A, 'agt_1')).toBe(false);
+        expect(await store.agents.get(ORG_A, 'agt_1')).toBeUndefined();
+      });
+    });
+
+    describe('knowledge bases and documents', () => {
+      beforeEach(async () => {
+        await store.knowledge.createBase(base('kb_1'));
+        await store.knowledge.createBase(base('kb_2'));
+        await store.knowledge.createBase(base('kb_9', ORG_B));
+      });
+
+      it('reads back a base; another organization sees undefined', async () => {
+        expect(await store.knowledge.getBase(ORG_A, 'kb_1')).toEqual({ id: 'kb_1', org_id: ORG_A, name: 'Base kb_1', created_at: T0 });
+        expect(await store.knowledge.getBase(ORG_B, 'kb_1')).toBeUndefined();
+      });
+
+      it('lists bases newest first with pages; an unknown or foreign cursor is a 400', async () => {
+        await store.knowledge.createBase(base('kb_3'));
+        const p1 = await store.knowledge.listBases(ORG_A, { limit: 2 });
+        expect([ids(p1), p1.has_more]).toEqual([['kb_3', 'kb_2'], true]);
+        const p2 = await store.knowledge.listBases(ORG_A, { limit: 2, after: 'kb_2' });
+        expect([ids(p2), p2.has_more]).toEqual([['kb_1'], false]);
+        await expect(store.knowledge.listBases(ORG_A, { limit: 2, after: 'kb_missing' })).rejects.toMatchObject(unknownCursor('knowledge base'));
+        await expect(store.knowledge.listBases(ORG_A, { limit: 2, after: 'kb_9' })).rejects.toMatchObject(unknownCursor('knowledge base'));
+      });
+
+      it('reads back a document only within its organization and knowledge base', async () => {
+        const d = doc('doc_1', 'kb_1');
+        await store.knowledge.createDocument(d, 'hello');
+        expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1')).toEqual(d);
+        expect(await store.knowledge.getDocument(ORG_A, 'kb_2', 'doc_1')).toBeUndefined();
+        expect(await store.knowledge.getDocument(ORG_B, 'kb_1', 'doc_1')).toBeUndefined();
+      });
+
+      it('lists a base\'s documents newest first with pages; a cursor of another base is a 400', async () => {
+        for (const id of ['doc_1', 'doc_2', 'doc_3']) await store.knowledge.createDocument(doc(id, 'kb_1'), 'x');
+        await store.knowledge.createDocument(doc('doc_4', 'kb_2'), 'x');
+        const p1 = await store.knowledge.listDocuments(ORG_A, 'kb_1', { limit: 2 });
+        expect([ids(p1), p1.has_more]).toEqual([['doc_3', 'doc_2'], true]);
+        const p2 = await store.knowledge.listDocuments(ORG_A, 'kb_1', { limit: 2, after: 'doc_2' });
+        expect([ids(p2), p2.has_more]).toEqual([['doc_1'], false]);
+        expect(await store.knowledge.listDocuments(ORG_B, 'kb_1', { limit: 2 })).toEqual({ data: [], has_more: false });
+        await expect(store.knowledge.listDocuments(ORG_A, 'kb_1', { limit: 2, after: 'doc_4' })).rejects.toMatchObject(unknownCursor('document'));
+        await expect(store.knowledge.listDocuments(ORG_B, 'kb_1', { limit: 2, after: 'doc_1' })).rejects.toMatchObject(unknownCursor('document'));
+        await expect(store.knowledge.listDocuments(ORG_A, 'kb_1', { limit: 2, after: 'doc_missing' })).rejects.toMatchObject(unknownCursor('document'));
+      });
+
+      it('keeps the upload with the document: pendingDocuments returns text as a string and bytes as bytes, oldest first across organizations', async () => {
+        await store.knowledge.createDocument(doc('doc_3', 'kb_1', ORG_A, T2), new Uint8Array([0, 255, 7]));
+        await store.knowledge.createDocument(doc('doc_1', 'kb_9', ORG_B, T0), 'héllo wörld');
+        await store.knowledge.createDocument(doc('doc_2', 'kb_1', ORG_A, T1), '');
+        await store.knowledge.createDocument(doc('doc_4', 'kb_1', ORG_A, T3), new Uint8Array([]));
+        const pending = await store.knowledge.pendingDocuments();
+        expect(pending.map((p) => p.document.id)).toEqual(['doc_1', 'doc_2', 'doc_3', 'doc_4']);
+        expect(pending[0]).toEqual({ document: doc('doc_1', 'kb_9', ORG_B, T0), content: 'héllo wörld' });
+        expect(pending[1]!.content).toBe('');
+        expect(pending[2]!.content).toBeInstanceOf(Uint8Array);
+        expect(Array.from(pending[2]!.content as Uint8Array)).toEqual([0, 255, 7]);
+        expect(pending[3]!.content).toBeInstanceOf(Uint8Array);
+        expect(Array.from(pending[3]!.content as Uint8Array)).toEqual([]);
+      });
+
+      it('pendingDocuments leaves out ready, failed and deleted documents', async () => {
+        for (const id of ['doc_1', 'doc_2', 'doc_3', 'doc_4']) await store.knowledge.createDocument(doc(id, 'kb_1'), id);
+        expect(await store.knowledge.completeDocument('doc_1', [chunk(0, 'alpha')], T1)).toBe(true);
+        await store.knowledge.failDocument('doc_2', 'could not parse', T1);
+        expect(await store.knowledge.deleteDocument(ORG_A, 'kb_1', 'doc_3')).toBe(true);
+        expect((await store.knowledge.pendingDocuments()).map((p) => [p.document.id, p.content])).toEqual([['doc_4', 'doc_4']]);
+      });
+
+      it('completeDocument marks the document ready with its chunk count; failDocument records the error', async () => {
+        await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'x');
+        await store.knowledge.createDocument(doc('doc_2', 'kb_1'), 'x');
+        expect(await store.knowledge.completeDocument('doc_1', [chunk(0, 'one'), chunk(1, 'two'), chunk(2, 'three')], T2)).toBe(true);
+        await store.knowledge.failDocument('doc_2', 'unsupported encoding', T3);
+        expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1')).toEqual({ ...doc('doc_1', 'kb_1'), status: 'ready', chunk_count: 3, updated_at: T2 });
+        expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_2')).toEqual({ ...doc('doc_2', 'kb_1'), status: 'failed', error: 'unsupported encoding', updated_at: T3 });
+      });
+
+      it('completeDocument of a deleted or unknown document is false and stores nothing searchable', async () => {
+        await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'x');
+        expect(await store.knowledge.deleteDocument(ORG_A, 'kb_1', 'doc_1')).toBe(true);
+        expect(await store.knowledge.completeDocument('doc_1', [chunk(0, 'zebra crossing')], T1)).toBe(false);
+        expect(await store.knowledge.completeDocument('doc_missing', [chunk(0, 'zebra crossing')], T1)).toBe(false);
+        expect(await store.knowledge.search(ORG_A, ['kb_1'], 'zebra', 10)).toEqual([]);
+      });
+
+      it('completeDocument again replaces the chunks instead of adding to them', async () => {
+        await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'x');
+        expect(await store.knowledge.completeDocument('doc_1', [chunk(0, 'walrus one'), chunk(1, 'walrus two')], T1)).toBe(true);
+        expect(await store.knowledge.completeDocument('doc_1', [chunk(0, 'walrus three')], T2)).toBe(true);
+        const hits = await store.knowledge.search(ORG_A, ['kb_1'], 'walrus', 10);
+        expect(hits.map((h) => h.text)).toEqual(['walrus three']);
+        expect((await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1'))?.chunk_count).toBe(1);
+      });
+
+      it('deletes once, only within its organization and base, and its chunks leave the search', async () => {
+        await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'x');
+        await store.knowledge.completeDocument('doc_1', [chunk(0, 'platypus facts')], T1);
+        expect(await store.knowledge.deleteDocument(ORG_B, 'kb_1', 'doc_1')).toBe(false);
+        expect(await store.knowledge.deleteDocument(ORG_A, 'kb_2', 'doc_1')).toBe(false);
+        expect(await store.knowledge.search(ORG_A, ['kb_1'], 'platypus', 10)).toHaveLength(1);
+        expect(await store.knowledge.deleteDocument(ORG_A, 'kb_1', 'doc_1')).toBe(true);
+        expect(await store.knowledge.deleteDocument(ORG_A, 'kb_1', 'doc_1')).toBe(false);
+        expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1')).toBeUndefined();
+        expect(await store.knowledge.search(ORG_A, ['kb_1'], 'platypus', 10)).toEqual([]);
+        expect(await store.knowledge.pendingDocuments()).toEqual([]);
+      });
+    });
+
+    describe('search', () => {
+      beforeEach(async () => {
+        await store.knowledge.createBase(base('kb_1'));
+        await store.knowledge.createBase(base('kb_2'));
+        await store.knowledge.createBase(base('kb_9', ORG_B));
+        await store.knowledge.createDocument(doc('doc_kangaroo', 'kb_1', ORG_A, T0, 'Marsupials'), 'x');
+        await store.knowledge.completeDocument('doc_kangaroo', [
+          chunk(0, 'The kangaroo hops. A kangaroo carries its young in a pouch; kangaroo joeys grow there.', 'Kangaroos'),
+          chunk(1, 'Koalas sleep most of the day.', 'Koalas'),
+        ], T1);
+        await store.knowledge.createDocument(doc('doc_zoo', 'kb_1', ORG_A, T0, 'Zoo guide'), 'x');
+        await store.knowledge.completeDocument('doc_zoo', [
+          chunk(0, 'The zoo has lions, tigers, penguins, otters, a kangaroo and many other animals to visit.', 'Animals'),
+        ], T1);
+        await store.knowledge.createDocument(doc('doc_other_kb', 'kb_2', ORG_A, T0, 'Elsewhere'), 'x');
+        await store.knowledge.completeDocument('doc_other_kb', [chunk(0, 'A kangaroo in another knowledge base.')], T1);
+        await store.knowledge.createDocument(doc('doc_other_org', 'kb_9', ORG_B, T0, 'Foreign'), 'x');
+        await store.knowledge.completeDocument('doc_other_org', [chunk(0, 'A kangaroo of another organization.')], T1);
+      });
+
+      it('returns the best passage first with its document, title, heading and text', async () => {
+        const hits = await store.knowledge.search(ORG_A, ['kb_1'], 'Where does a kangaroo keep its young?', 10);
+        expect(hits.map((h) => h.document_id)).toEqual(['doc_kangaroo', 'doc_zoo']);
+        expect(hits[0]).toMatchObject({
+          document_id: 'doc_kangaroo', title: 'Marsupials', heading: 'Kangaroos',
+          text: 'The kangaroo hops. A kangaroo carries its young in a pouch; kangaroo joeys grow there.',
+        });
+        expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
+        expect(new Set(hits.map((h) => h.chunk_id)).size).toBe(2);
+      });
+
+      it('searches only the given knowledge bases of the given organization, at most k', async () => {
+        expect((await store.knowledge.search(ORG_A, ['kb_1', 'kb_2'], 'kangaroo', 10)).map((h) => h.document_id).sort())
+          .toEqual(['doc_kangaroo', 'doc_other_kb', 'doc_zoo']);
+        expect((await store.knowledge.search(ORG_A, ['kb_2'], 'kangaroo', 10)).map((h) => h.document_id)).toEqual(['doc_other_kb']);
+        expect(await store.knowledge.search(ORG_A, ['kb_9'], 'kangaroo', 10)).toEqual([]);
+        expect((await store.knowledge.search(ORG_B, ['kb_9', 'kb_1'], 'kangaroo', 10)).map((h) => h.document_id)).toEqual(['doc_other_org']);
+        expect(await store.knowledge.search(ORG_A, ['kb_1'], 'kangaroo', 1)).toHaveLength(1);
+        expect(await store.knowledge.search(ORG_A, [], 'kangaroo', 10)).toEqual([]);
+      });
+
+      it('returns only chunks of ready documents', async () => {
+        await store.knowledge.createDocument(doc('doc_pending', 'kb_1'), 'wombat');
+        await store.knowledge.failDocument('doc_kangaroo', 'reprocessing failed', T2);
+        expect((await store.knowledge.search(ORG_A, ['kb_1'], 'kangaroo', 10)).map((h) => h.document_id)).toEqual(['doc_zoo']);
+        expect(await store.knowledge.search(ORG_A, ['kb_1'], 'wombat', 10)).toEqual([]);
+      });
+
+      it('returns [] for a query with no searchable words, and treats search syntax as plain words', async () => {
+        expect(await store.knowledge.search(ORG_A, ['kb_1'], '', 10)).toEqual([]);
+        expect(await store.knowledge.search(ORG_A, ['kb_1'], '?!  ... ---', 10)).toEqual([]);
+        expect(await store.knowledge.search(ORG_A, ['kb_1'], 'the and of', 10)).toEqual([]);
+        expect((await store.knowledge.search(ORG_A, ['kb_1'], 'koalas* OR NEAR(sleep', 10)).map((h) => h.heading)).toEqual(['Koalas']);
+      });
+    });
+
+    describe('conversations and messages', () => {
+      it('reads back a conversation; another organization sees undefined', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        expect(await store.conversations.get(ORG_A, 'conv_1')).toEqual(conversation('conv_1'));
+        expect(await store.conversations.get(ORG_B, 'conv_1')).toBeUndefined();
+      });
+
+      it('lists newest first, filtered by agent and status, with pages', async () => {
+        await store.conversations.create(conversation('conv_1', ORG_A, 'agt_1'));
+        await store.conversations.create(conversation('conv_2', ORG_A, 'agt_2'));
+        await store.conversations.create(conversation('conv_3', ORG_A, 'agt_1', 'closed'));
+        await store.conversations.create(conversation('conv_4', ORG_A, 'agt_1'));
+        await store.conversations.create(conversation('conv_9', ORG_B, 'agt_1'));
+        expect(await store.conversations.list(ORG_A, {}, { limit: 20 }).then(ids)).toEqual(['conv_4', 'conv_3', 'conv_2', 'conv_1']);
+        expect(await store.conversations.list(ORG_A, { agent_id: 'agt_1' }, { limit: 20 }).then(ids)).toEqual(['conv_4', 'conv_3', 'conv_1']);
+        expect(await store.conversations.list(ORG_A, { agent_id: 'agt_1', status: 'active' }, { limit: 20 }).then(ids)).toEqual(['conv_4', 'conv_1']);
+        const p1 = await store.conversations.list(ORG_A, { agent_id: 'agt_1' }, { limit: 2 });
+        expect([ids(p1), p1.has_more]).toEqual([['conv_4', 'conv_3'], true]);
+        const p2 = await store.conversations.list(ORG_A, { agent_id: 'agt_1' }, { limit: 2, after: 'conv_3' });
+        expect([ids(p2), p2.has_more]).toEqual([['conv_1'], false]);
+      });
+
+      it('accepts a cursor of the organization that the filter leaves out, and refuses an unknown or foreign one', async () => {
+        await store.conversations.create(conversation('conv_1', ORG_A, 'agt_1'));
+        await store.conversations.create(conversation('conv_2', ORG_A, 'agt_2'));
+        await store.conversations.create(conversation('conv_3', ORG_A, 'agt_1'));
+        await store.conversations.create(conversation('conv_9', ORG_B, 'agt_1'));
+        expect(await store.conversations.list(ORG_A, { agent_id: 'agt_1' }, { limit: 5, after: 'conv_2' }).then(ids)).toEqual(['conv_1']);
+        await expect(store.conversations.list(ORG_A, {}, { limit: 5, after: 'conv_missing' })).rejects.toMatchObject(unknownCursor('conversation'));
+        await expect(store.conversations.list(ORG_A, {}, { limit: 5, after: 'conv_9' })).rejects.toMatchObject(unknownCursor('conversation'));
+      });
+
+      it('setStatus changes the status and updated_at', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.setStatus('conv_1', 'handed_off', T3);
+        expect(await store.conversations.get(ORG_A, 'conv_1')).toEqual({ ...conversation('conv_1'), status: 'handed_off', updated_at: T3 });
+      });
+
+      it('appends messages, reads them back in stored order with every field, and touches the conversation', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        const reply = message('msg_a', 'conv_1', 'agent', 'turn_1', 'Hi!', {
+          citations: [{ document_id: 'doc_1', chunk_id: 'chk_1', title: 'T', snippet: 's', score: 1.5 }],
+          tool_runs: [{ id: 'call_1', name: 'search_knowledge', arguments: { q: 'x' }, output: { hits: 0 }, is_error: false }],
+          usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 }, created_at: T2,
+        });
+        await store.conversations.appendMessage(message('msg_z', 'conv_1', 'visitor', 'turn_1', 'Hello'));
+        await store.conversations.appendMessage(reply);
+        await store.conversations.appendMessage(message('msg_m', 'conv_1', 'operator', null, 'A person here', { created_at: T3 }));
+        const page = await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 });
+        expect(page).toEqual({ data: [message('msg_z', 'conv_1', 'visitor', 'turn_1', 'Hello'), reply, message('msg_m', 'conv_1', 'operator', null, 'A person here', { created_at: T3 })], has_more: false });
+        expect((await store.conversations.get(ORG_A, 'conv_1'))?.updated_at).toBe(T3);
+      });
+
+      it('pages messages oldest first after a cursor; a cursor of another conversation or none is a 400', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.create(conversation('conv_2'));
+        for (const id of ['msg_5', 'msg_1', 'msg_4', 'msg_2']) await store.conversations.appendMessage(message(id, 'conv_1', 'visitor', null, id));
+        await store.conversations.appendMessage(message('msg_x', 'conv_2', 'visitor', null, 'x'));
+        const p1 = await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 2 });
+        expect([ids(p1), p1.has_more]).toEqual([['msg_5', 'msg_1'], true]);
+        const p2 = await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 2, after: 'msg_1' });
+        expect([ids(p2), p2.has_more]).toEqual([['msg_4', 'msg_2'], false]);
+        expect(await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 2, after: 'msg_2' })).toEqual({ data: [], has_more: false });
+        expect(await store.conversations.listMessages(ORG_B, 'conv_1', { limit: 2 })).toEqual({ data: [], has_more: false });
+        await expect(store.conversations.listMessages(ORG_A, 'conv_1', { limit: 2, after: 'msg_x' })).rejects.toMatchObject(unknownCursor('message'));
+        await expect(store.conversations.listMessages(ORG_A, 'conv_1', { limit: 2, after: 'msg_missing' })).rejects.toMatchObject(unknownCursor('message'));
+        await expect(store.conversations.listMessages(ORG_B, 'conv_1', { limit: 2, after: 'msg_1' })).rejects.toMatchObject(unknownCursor('message'));
+      });
+
+      it('refuses a message whose conversation does not exist, and stores nothing of it', async () => {
+        await expect(store.conversations.appendMessage(message('msg_1', 'conv_missing', 'visitor', 'turn_1', 'Hello'))).rejects.toThrow();
+        await store.conversations.create(conversation('conv_missing'));
+        expect(await store.conversations.listMessages(ORG_A, 'conv_missing', { limit: 20 })).toEqual({ data: [], has_more: false });
+      });
+
+      it('history: the last completed messages in turn order, a turn\'s visitor message before its reply', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        // Turn 2 was queued while turn 1 ran: its visitor message is stored before turn 1's reply.
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Q1'));
+        await store.conversations.appendMessage(message('msg_2', 'conv_1', 'visitor', 'turn_2', 'Q2'));
+        await store.conversations.appendMessage(message('msg_3', 'conv_1', 'agent', 'turn_1', 'A1'));
+        await store.conversations.appendMessage(message('msg_4', 'conv_1', 'agent', 'turn_2', 'A2'));
+        await store.conversations.appendMessage(message('msg_5', 'conv_1', 'visitor', 'turn_3', 'Q3'));
+        await store.conversations.appendMessage(message('msg_6', 'conv_1', 'agent', 'turn_3', '', { status: 'failed', finish_reason: null, error: { type: 'api_error', code: 'internal_error', message: 'x' } }));
+        expect((await store.conversations.history('conv_1', 10)).map((m) => m.content)).toEqual(['Q1', 'A1', 'Q2', 'A2', 'Q3']);
+        expect((await store.conversations.history('conv_1', 3)).map((m) => m.content)).toEqual(['A1', 'A2', 'Q3']);
+        expect(await store.conversations.history('conv_missing', 10)).toEqual([]);
+      });
+    });
+
+    describe('interrupted turns', () => {
+      const interrupted = { type: 'api_error', code: 'interrupted', message: 'The server restarted during this turn.' };
+
+      it('appends one failed agent message for each unanswered turn, in stored order, and returns them', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.create(conversation('conv_2', ORG_B));
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'answered'));
+        await store.conversations.appendMessage(message('msg_2', 'conv_1', 'agent', 'turn_1', 'yes'));
+        await store.conversations.appendMessage({ ...message('msg_3', 'conv_2', 'visitor', 'turn_2', 'lost'), org_id: ORG_B });
+        await store.conversations.appendMessage(message('msg_4', 'conv_1', 'visitor', 'turn_3', 'lost too'));
+        await store.conversations.appendMessage(message('msg_5', 'conv_1', 'operator', null, 'operator note'));
+        await store.conversations.appendMessage(message('msg_6', 'conv_1', 'visitor', null, 'handed-off visitor message'));
+
+        const failed = await store.conversations.failInterruptedTurns(interrupted, T3);
+        expect(failed.map(({ org_id, conversation_id, turn_id }) => ({ org_id, conversation_id, turn_id }))).toEqual([
+          { org_id: ORG_B, conversation_id: 'conv_2', turn_id: 'turn_2' },
+          { org_id: ORG_A, conversation_id: 'conv_1', turn_id: 'turn_3' },
+        ]);
+        expect(failed.every((f) => f.message_id.startsWith('msg_'))).toBe(true);
+        expect(failed[0]!.message_id).not.toBe(failed[1]!.message_id);
+
+        const conv1 = await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 });
+        expect(ids(conv1)).toEqual(['msg_1', 'msg_2', 'msg_4', 'msg_5', 'msg_6', failed[1]!.message_id]);
+        expect(conv1.data.at(-1)).toEqual({
+          id: failed[1]!.message_id, conversation_id: 'conv_1', org_id: ORG_A, turn_id: 'turn_3', role: 'agent', content: '',
+          citations: [], tool_runs: [], usage: null, status: 'failed', finish_reason: null, error: interrupted, created_at: T3,
+        });
+        expect((await store.conversations.listMessages(ORG_B, 'conv_2', { limit: 20 })).data.map((m) => [m.role, m.status, m.turn_id]))
+          .toEqual([['visitor', 'completed', 'turn_2'], ['agent', 'failed', 'turn_2']]);
+      });
+
+      it('finds nothing the second time, nor in an empty store', async () => {
+        expect(await store.conversations.failInterruptedTurns(interrupted, T1)).toEqual([]);
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'lost'));
+        expect(await store.conversations.failInterruptedTurns(interrupted, T2)).toHaveLength(1);
+        expect(await store.conversations.failInterruptedTurns(interrupted, T3)).toEqual([]);
+        expect((await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 })).data).toHaveLength(2);
+      });
+    });
+
+    describe('group commit', () => {
+      it('one failing write rejects alone; the writes issued with it commit', async () => {
+        const writes = [
+          store.conversations.create(conversation('conv_1')),
+          store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'first')),
+          store.conversations.appendMessage(message('msg_2', 'conv_missing', 'visitor', 'turn_2', 'orphan')),
+          store.conversations.create(conversation('conv_1')),
+          store.conversations.appendMessage(message('msg_3', 'conv_1', 'agent', 'turn_1', 'reply')),
+        ];
+        expect((await Promise.allSettled(writes)).map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled']);
+        expect(await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 }).then(ids)).toEqual(['msg_1', 'msg_3']);
+        expect(await store.conversations.get(ORG_A, 'conv_1')).toEqual({ ...conversation('conv_1'), updated_at: T1 });
+      });
+
+      it('applies writes in the order they were issued', async () => {
+        const writes = [store.conversations.create(conversation('conv_1'))];
+        for (const id of ['msg_9', 'msg_3', 'msg_7', 'msg_1', 'msg_5']) {
+          writes.push(store.conversations.appendMessage(message(id, 'conv_1', 'visitor', null, id)));
+        }
+        writes.push(store.conversations.setStatus('conv_1', 'closed', T2));
+        await Promise.all(writes);
+        expect(await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 }).then(ids)).toEqual(['msg_9', 'msg_3', 'msg_7', 'msg_1', 'msg_5']);
+        expect(await store.conversations.get(ORG_A, 'conv_1')).toEqual({ ...conversation('conv_1'), status: 'closed', updated_at: T2 });
+      });
+    });
+
+    describe('durability', () => {
+      it('what a resolved promise stored is read back by a new connection after the store is closed', async () => {
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.apiKeys.create({ id: 'key_1', org_id: ORG_A, name: 'ci', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null });
+        await store.apiKeys.revoke(ORG_A, 'key_1', T1);
+        await store.agents.create(agent('agt_1'));
+        await store.agents.update(ORG_A, 'agt_1', { name: 'Renamed' }, T1);
+        await store.agents.create(agent('agt_2'));
+        await store.agents.delete(ORG_A, 'agt_2');
+        await store.knowledge.createBase(base('kb_1'));
+        await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'echidna notes');
+        await store.knowledge.completeDocument('doc_1', [chunk(0, 'The echidna lays eggs.')], T2);
+        await store.knowledge.createDocument(doc('doc_2', 'kb_1'), new Uint8Array([1, 2, 3]));
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'));
+        await store.conversations.setStatus('conv_1', 'closed', T2);
+        const [lost] = await store.conversations.failInterruptedTurns({ type: 'api_error', code: 'interrupted', message: 'm' }, T3);
+        await store.close();
+
+        const again = await sut.reopen();
+        expect(await again.organizations.get(ORG_A)).toEqual({ id: ORG_A, name: 'Acme', created_at: T0 });
+        expect((await again.apiKeys.findByHash('h1'))?.revoked_at).toBe(T1);
+        expect((await again.agents.get(ORG_A, 'agt_1'))?.name).toBe('Renamed');
+        expect(await again.agents.get(ORG_A, 'agt_2')).toBeUndefined();
+        expect((await again.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1'))?.status).toBe('ready');
+        expect((await again.knowledge.search(ORG_A, ['kb_1'], 'echidna', 5)).map((h) => h.text)).toEqual(['The echidna lays eggs.']);
+        const pending = await again.knowledge.pendingDocuments();
+        expect(pending.map((p) => [p.document.id, Array.from(p.content as Uint8Array)])).toEqual([['doc_2', [1, 2, 3]]]);
+        expect((await again.conversations.get(ORG_A, 'conv_1'))?.status).toBe('closed');
+        expect(await again.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 }).then(ids)).toEqual(['msg_1', lost!.message_id]);
+      });
+    });
+  });
+}

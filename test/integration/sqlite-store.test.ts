@@ -1,0 +1,276 @@
+/**
+ * What only the SQLite adapter has, beyond the store contract (test/contract/): schema migrations on an
+ * existing data directory, the group commit's savepoints and commit failures, and completeDocument's
+ * slices (partial chunks never searchable, a crash part-way replaced by the next attempt). Real files in
+ * temp dirs; no mocks; no wall-clock bounds.
+ */
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MIGRATIONS, openDatabase } from '../../src/store/sqlite/database.js';
+import { GroupCommit } from '../../src/store/sqlite/group-commit.js';
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { DocumentRecord, NewChunk } from '../../src/store/records.js';
+
+const T0 = '2025-01-01T00:00:00.000Z';
+const T1 = '2025-01-01T00:00:01.000Z';
+
+const dirs: string[] = [];
+const closers: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'parley-sqlite-'));
+  dirs.push(d);
+  return d;
+}
+
+function store(dir: string, opts: Parameters<typeof createSqliteStore>[1] = {}) {
+  const s = createSqliteStore(dir, opts);
+  closers.push(() => s.close());
+  return s;
+}
+
+/** A database file at schema version 1, exactly as users' data directories have it. */
+function version1(dir: string): Database.Database {
+  const db = new Database(join(dir, 'parley.db'));
+  db.pragma('journal_mode = WAL');
+  db.exec(MIGRATIONS[0]!);
+  db.pragma('user_version = 1');
+  return db;
+}
+
+const insertV1Message = (db: Database.Database, seq: number, id: string, conv: string, turn: string | null, role: string, content: string) =>
+  db.prepare(`INSERT INTO messages (seq, id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
+              VALUES (?, ?, ?, 'org_A', ?, ?, ?, '[]', '[]', NULL, 'completed', NULL, NULL, ?)`).run(seq, id, conv, turn, role, content, T0);
+
+function doc(id: string): DocumentRecord {
+  return {
+    id, org_id: 'org_A', knowledge_base_id: 'kb_1', title: 'Big', content_type: 'text/plain', status: 'processing',
+    error: null, chunk_count: 0, bytes: 3, created_at: T0, updated_at: T0,
+  };
+}
+
+/** `n` chunks, each with the word `word` and its own number. */
+const chunks = (n: number, word: string): NewChunk[] =>
+  Array.from({ length: n }, (_, i) => ({ ord: i, heading: '', text: `${word} passage number ${i}` }));
+
+const chunkRows = (db: Database.Database, docId: string) =>
+  (db.prepare('SELECT count(*) AS n FROM chunks WHERE doc_id = ?').get(docId) as { n: number }).n;
+
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('sqlite: migrations', () => {
+  it('migrates a version-1 directory: messages keep their order and now reference their conversation', async () => {
+    const dir = tempDir();
+    const v1 = version1(dir);
+    v1.prepare(`INSERT INTO conversations VALUES ('conv_1', 'org_A', 'agt_1', 'active', '{}', ?, ?)`).run(T0, T0);
+    insertV1Message(v1, 1, 'msg_b', 'conv_1', 'turn_1', 'visitor', 'first');
+    insertV1Message(v1, 2, 'msg_a', 'conv_1', 'turn_1', 'agent', 'second');
+    insertV1Message(v1, 5, 'msg_c', 'conv_1', 'turn_2', 'visitor', 'third');
+    v1.prepare(`INSERT INTO documents VALUES ('doc_old', 'org_A', 'kb_1', 'Old', 'text/plain', 'processing', NULL, 0, 3, ?, ?)`).run(T0, T0);
+    v1.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(2);
+    expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(s.db.pragma('foreign_key_check')).toEqual([]);
+    expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
+      .toEqual([{ table: 'conversations', from: 'conversation_id', to: 'id' }]);
+    expect(s.db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'messages' AND sql IS NOT NULL ORDER BY name`).all())
+      .toEqual([{ name: 'messages_conversation' }, { name: 'messages_turn' }]);
+    expect(s.db.prepare('SELECT seq, id FROM messages ORDER BY seq').all())
+      .toEqual([{ seq: 1, id: 'msg_b' }, { seq: 2, id: 'msg_a' }, { seq: 5, id: 'msg_c' }]);
+    expect((await s.conversations.listMessages('org_A', 'conv_1', { limit: 10 })).data.map((m) => m.content)).toEqual(['first', 'second', 'third']);
+
+    await expect(s.conversations.appendMessage({
+      id: 'msg_x', conversation_id: 'conv_gone', org_id: 'org_A', turn_id: null, role: 'visitor', content: 'x', citations: [],
+      tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: T1,
+    })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
+    // A document from before the migration has no stored upload.
+    expect(await s.knowledge.pendingDocuments()).toEqual([{ document: { ...doc('doc_old'), title: 'Old' }, content: null }]);
+    // The FTS index is merged by the store, not by FTS5's automerge.
+    expect(s.db.prepare(`SELECT v FROM chunks_fts_config WHERE k = 'automerge'`).get()).toEqual({ v: 0 });
+  });
+
+  it('refuses to migrate messages that name a missing conversation, and changes nothing', () => {
+    const dir = tempDir();
+    const v1 = version1(dir);
+    insertV1Message(v1, 1, 'msg_orphan', 'conv_missing', null, 'visitor', 'lost');
+    v1.close();
+
+    expect(() => createSqliteStore(dir)).toThrow(
+      'Schema migration 2 stopped: rows name a missing parent (messages -> conversations: 1 rows). Nothing was changed; ' +
+      'repair or remove those rows (PRAGMA foreign_key_check lists them), then start again.');
+    const after = new Database(join(dir, 'parley.db'));
+    closers.push(() => after.close());
+    expect(after.pragma('user_version', { simple: true })).toBe(1);
+    expect(after.prepare('SELECT id FROM messages').all()).toEqual([{ id: 'msg_orphan' }]);
+    expect(after.prepare(`SELECT name FROM sqlite_schema WHERE name IN ('messages_new', 'document_sources')`).all()).toEqual([]);
+  });
+
+  it('opens an up-to-date directory again without migrating', () => {
+    const dir = tempDir();
+    store(dir).db.close();
+    const again = store(dir);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(2);
+    expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
+  });
+});
+
+describe('sqlite: group commit', () => {
+  function commitDb() {
+    const db = openDatabase(join(tempDir(), 'parley.db'));
+    closers.push(() => db.close());
+    const commits = new GroupCommit(db);
+    const conv = (id: string) => () => {
+      db.prepare(`INSERT INTO conversations VALUES (?, 'org_A', 'agt_1', 'active', '{}', ?, ?)`).run(id, T0, T0);
+      return id;
+    };
+    const ids = () => db.prepare('SELECT id FROM conversations ORDER BY id').all().map((r) => (r as { id: string }).id);
+    return { db, commits, conv, ids };
+  }
+
+  it('rolls a failing write back to its savepoint alone, even what it wrote before it threw', async () => {
+    const { db, commits, conv, ids } = commitDb();
+    const results = await Promise.allSettled([
+      commits.write(conv('conv_1')),
+      commits.write(() => { conv('conv_2')(); throw new Error('boom after a write'); }),
+      commits.write(conv('conv_3')),
+    ]);
+    expect(results).toEqual([
+      { status: 'fulfilled', value: 'conv_1' },
+      { status: 'rejected', reason: new Error('boom after a write') },
+      { status: 'fulfilled', value: 'conv_3' },
+    ]);
+    expect(ids()).toEqual(['conv_1', 'conv_3']);
+    expect(db.inTransaction).toBe(false);
+  });
+
+  it('when the commit itself fails, every write of the batch rejects with that error and nothing is stored', async () => {
+    const { db, commits, conv, ids } = commitDb();
+    const writes = [
+      commits.write(conv('conv_1')),
+      // A deferred foreign key is checked at COMMIT: the statement passes, the commit fails.
+      commits.write(() => {
+        db.pragma('defer_foreign_keys = ON');
+        db.prepare(`INSERT INTO api_keys VALUES ('key_1', 'org_missing', 'k', 'hash', 'abcd', ?, NULL)`).run(T0);
+      }),
+      commits.write(() => { throw new Error('fails on its own'); }),
+      commits.write(conv('conv_2')),
+    ];
+    const results = await Promise.allSettled(writes);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+    const reasons = results.map((r) => (r as PromiseRejectedResult).reason as { code?: string; message: string });
+    expect(reasons.map((e) => e.code ?? e.message)).toEqual([
+      'SQLITE_CONSTRAINT_FOREIGNKEY', 'SQLITE_CONSTRAINT_FOREIGNKEY', 'fails on its own', 'SQLITE_CONSTRAINT_FOREIGNKEY',
+    ]);
+    expect(reasons[0]).toBe(reasons[1]);
+    expect(ids()).toEqual([]);
+    expect(db.inTransaction).toBe(false);
+    // The next batch commits normally.
+    expect(await commits.write(conv('conv_3'))).toBe('conv_3');
+    expect(ids()).toEqual(['conv_3']);
+  });
+
+  it('rejects every write when the database is closed before the batch runs', async () => {
+    const { db, commits, conv } = commitDb();
+    const writes = [commits.write(conv('conv_1')), commits.write(conv('conv_2'))];
+    db.close();
+    const results = await Promise.allSettled(writes);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+  });
+});
+
+describe('sqlite: completeDocument in slices', () => {
+  async function withDocument(opts: Parameters<typeof createSqliteStore>[1] = { chunkSliceMs: 0 }) {
+    const dir = tempDir();
+    const s = store(dir, opts);
+    await s.knowledge.createBase({ id: 'kb_1', org_id: 'org_A', name: 'kb', created_at: T0 });
+    await s.knowledge.createDocument(doc('doc_1'), 'raw');
+    return { dir, s };
+  }
+
+  it('yields to the event loop between slices, and nothing is searchable before the document is ready', async () => {
+    const { s } = await withDocument();
+    let ticks = 0;
+    let ticking = true;
+    const count = () => { ticks++; if (ticking) setImmediate(count); };
+    setImmediate(count);
+    const done = s.knowledge.completeDocument('doc_1', chunks(40, 'quokka'), T1);
+    await tick();
+    await tick();
+    const midway = chunkRows(s.db, 'doc_1');
+    expect(midway).toBeGreaterThan(0);
+    expect(midway).toBeLessThan(40);
+    expect((await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1'))?.status).toBe('processing');
+    expect(await s.knowledge.search('org_A', ['kb_1'], 'quokka', 50)).toEqual([]);
+    expect(await done).toBe(true);
+    ticking = false;
+    // With a budget of 0 ms each slice stores one chunk: 40 slices, a yield after each.
+    expect(ticks).toBeGreaterThanOrEqual(40);
+    expect(chunkRows(s.db, 'doc_1')).toBe(40);
+    expect(await s.knowledge.search('org_A', ['kb_1'], 'quokka', 50)).toHaveLength(40);
+    expect(await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1')).toMatchObject({ status: 'ready', chunk_count: 40 });
+  });
+
+  it('a crash part-way leaves the document processing with partial chunks; the next attempt replaces them', async () => {
+    const { dir, s } = await withDocument();
+    const interrupted = s.knowledge.completeDocument('doc_1', chunks(30, 'numbat'), T1);
+    await tick();
+    await tick();
+    await s.close();
+    await expect(interrupted).rejects.toThrow();
+
+    const again = store(dir);
+    const partial = chunkRows(again.db, 'doc_1');
+    expect(partial).toBeGreaterThan(0);
+    expect(partial).toBeLessThan(30);
+    expect(await again.knowledge.search('org_A', ['kb_1'], 'numbat', 50)).toEqual([]);
+    expect((await again.knowledge.pendingDocuments()).map((p) => [p.document.id, p.document.status, p.content])).toEqual([['doc_1', 'processing', 'raw']]);
+
+    expect(await again.knowledge.completeDocument('doc_1', chunks(12, 'numbat'), T1)).toBe(true);
+    expect(chunkRows(again.db, 'doc_1')).toBe(12);
+    expect(await again.knowledge.search('org_A', ['kb_1'], 'numbat', 50)).toHaveLength(12);
+    expect(await again.knowledge.pendingDocuments()).toEqual([]);
+    again.db.exec(`INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')`);
+  });
+
+  it('stops and returns false when the document is deleted part-way, leaving no chunk behind', async () => {
+    const { s } = await withDocument();
+    const done = s.knowledge.completeDocument('doc_1', chunks(30, 'bilby'), T1);
+    await tick();
+    await tick();
+    expect(await s.knowledge.deleteDocument('org_A', 'kb_1', 'doc_1')).toBe(true);
+    expect(await done).toBe(false);
+    expect(chunkRows(s.db, 'doc_1')).toBe(0);
+    expect(s.db.prepare('SELECT count(*) AS n FROM document_sources').get()).toEqual({ n: 0 });
+  });
+
+  it('runs two calls for the same document one after the other: the later one wins', async () => {
+    const { s } = await withDocument();
+    const first = s.knowledge.completeDocument('doc_1', chunks(15, 'dingo'), T1);
+    const second = s.knowledge.completeDocument('doc_1', chunks(7, 'dingo'), T1);
+    expect(await Promise.all([first, second])).toEqual([true, true]);
+    expect(chunkRows(s.db, 'doc_1')).toBe(7);
+    expect(await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1')).toMatchObject({ status: 'ready', chunk_count: 7 });
+  });
+
+  it('keeps the full-text index consistent through many slices, merges, replacements and deletes (default budget)', async () => {
+    const { s } = await withDocument({});
+    await s.knowledge.createDocument(doc('doc_2'), 'raw');
+    expect(await s.knowledge.completeDocument('doc_1', chunks(600, 'emu'), T1)).toBe(true);
+    expect(await s.knowledge.completeDocument('doc_2', chunks(300, 'emu'), T1)).toBe(true);
+    expect(await s.knowledge.completeDocument('doc_1', chunks(200, 'cassowary'), T1)).toBe(true);
+    expect(await s.knowledge.deleteDocument('org_A', 'kb_1', 'doc_2')).toBe(true);
+    await tick();
+    s.db.exec(`INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')`);
+    expect(await s.knowledge.search('org_A', ['kb_1'], 'emu', 1000)).toEqual([]);
+    expect(await s.knowledge.search('org_A', ['kb_1'], 'cassowary', 1000)).toHaveLength(200);
+  });
+});
