@@ -82,6 +82,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   };
   const routes: RouteDef[] = [];
   routes.push(...operationRoutes(services, () => routes), ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services));
+  await recover(store, knowledge, logger);
   const sse = new SseHub(config.heartbeatMs);
   const server = await startUwsServer({
     host: config.host, port: config.port, router: new Router(routes), dispatch: createDispatcher(access),
@@ -113,4 +114,23 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
       return closing;
     },
   };
+}
+
+/** The error stored on a turn cut short by a crash (API.md "Chat": a `failed` agent message, code `interrupted`). */
+export const INTERRUPTED = {
+  type: 'api_error', code: 'interrupted',
+  message: 'The server stopped during this turn, so the reply was not finished; send the message again.',
+} as const;
+
+/**
+ * Start-up recovery, before the server listens (nothing a client was told about is lost, and nothing is
+ * left hanging): every turn with a stored visitor message and no agent reply gets a failed reply with
+ * code `interrupted`, and every document left `processing` is ingested again from its stored upload.
+ */
+async function recover(store: Store, knowledge: KnowledgeService, logger: Logger): Promise<void> {
+  const interrupted = await store.conversations.failInterruptedTurns(INTERRUPTED, new Date().toISOString());
+  if (interrupted.length > 0) {
+    logger.warn({ turns: interrupted.length, conversations: new Set(interrupted.map((t) => t.conversation_id)).size }, 'turns cut short by an earlier stop stored as failed (interrupted)');
+  }
+  await knowledge.resumePending();
 }

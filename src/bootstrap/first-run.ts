@@ -1,4 +1,4 @@
-import { readdir, readFile, writeFile, mkdir } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
 import { newId } from '../ids/ids.js';
@@ -63,7 +63,15 @@ export async function bootstrapIfEmpty(deps: {
 
   const creds: InitialCredentials = { organization_id: orgId, agent_id: agentId, knowledge_base_id: kb.id, api_key_id: keyId, api_key: apiKey, created_at: now };
   await mkdir(deps.dataDir, { recursive: true });
-  await writeFile(join(deps.dataDir, CREDENTIALS_FILE), `${JSON.stringify(creds, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  // Written whole under a temporary name, then linked into place: a reader never sees half a file, and
+  // an existing credentials file is never overwritten (link fails with EEXIST).
+  const tmp = join(deps.dataDir, `.${CREDENTIALS_FILE}.${process.pid}.tmp`);
+  await writeFile(tmp, `${JSON.stringify(creds, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    await link(tmp, join(deps.dataDir, CREDENTIALS_FILE));
+  } finally {
+    await unlink(tmp);
+  }
   await knowledge.settled();
   logger.info({ organization_id: orgId, agent_id: agentId, documents: files.length }, 'first start: demo organization created');
   return creds;

@@ -44,6 +44,32 @@ export class KnowledgeService {
     return doc;
   }
 
+  /**
+   * Start-up recovery: every document still `processing` (its ingestion was cut short by a crash or a
+   * kill) is ingested again from its stored content, in the background, oldest first; one whose content
+   * was never stored (accepted by an older version) is marked `failed` with a reason. Resolves with the
+   * number of documents resumed and failed once they are scheduled (not ingested).
+   */
+  async resumePending(): Promise<{ resumed: number; failed: number }> {
+    let resumed = 0;
+    let failed = 0;
+    for (const { document, content } of await this.store.knowledge.pendingDocuments()) {
+      if (content === null) {
+        const error = 'ingestion was interrupted and the upload was not kept; upload the document again';
+        await this.store.knowledge.failDocument(document.id, error, new Date().toISOString());
+        this.bus.publish({ type: 'document.failed', org_id: document.org_id, data: { document_id: document.id, knowledge_base_id: document.knowledge_base_id, error } });
+        failed++;
+        continue;
+      }
+      const job = this.ingest(document, { title: document.title, contentType: document.content_type, content })
+        .finally(() => this.inflight.delete(job));
+      this.inflight.add(job);
+      resumed++;
+    }
+    if (resumed + failed > 0) this.logger.warn({ resumed, failed }, 'documents left processing by an earlier run: ingesting them again');
+    return { resumed, failed };
+  }
+
   private async ingest(doc: DocumentRecord, upload: DocumentUpload): Promise<void> {
     const started = performance.now();
     let error: string;
