@@ -49,7 +49,7 @@ export interface Parley {
  */
 export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store } = {}): Promise<Parley> {
   const logger = opts.logger ?? createLogger(config.logLevel);
-  const store = opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous });
+  const store = opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter });
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
   const tokens = createWorkerTokenCounter();

@@ -16,6 +16,7 @@ const EnvSchema = z.object({
   PARLEY_PORT: int(8080, 0, 65535),
   PARLEY_DATA_DIR: z.string().default('./data'),
   PARLEY_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('full'),
+  PARLEY_SQLITE_WRITER: z.enum(['worker', 'main']).default('worker'),
   PARLEY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PARLEY_BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
   PARLEY_DOCUMENT_LIMIT_BYTES: int(10 * 1024 * 1024, 1024),
@@ -50,6 +51,11 @@ export interface Config {
    * `normal` survives process crashes only, and saves one fsync per group commit.
    */
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /**
+   * Where conversation and message writes commit: `worker`, a writer thread (their fsyncs and the WAL
+   * checkpoints never block the event loop), or `main`, group commit on the main thread.
+   */
+  sqliteWriter: 'worker' | 'main';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Cap on a JSON request body, bytes (413 body_too_large past it). */
   bodyLimitBytes: number;
@@ -104,6 +110,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: e.PARLEY_PORT,
     dataDir: resolve(e.PARLEY_DATA_DIR),
     sqliteSynchronous: e.PARLEY_SQLITE_SYNCHRONOUS === 'full' ? 'FULL' : 'NORMAL',
+    sqliteWriter: e.PARLEY_SQLITE_WRITER,
     logLevel: e.PARLEY_LOG_LEVEL,
     bodyLimitBytes: e.PARLEY_BODY_LIMIT_BYTES,
     documentLimitBytes: e.PARLEY_DOCUMENT_LIMIT_BYTES,

@@ -12,7 +12,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 export function compiledWorkerUrl(moduleUrl: string, file: string): URL {
   if (moduleUrl.endsWith('.js')) return new URL(`./${file}`, moduleUrl);
   const sourceDir = path.dirname(fileURLToPath(moduleUrl));
-  const root = path.resolve(sourceDir, '..', '..');
+  let root = sourceDir;
+  while (!existsSync(path.join(root, 'package.json')) && path.dirname(root) !== root) root = path.dirname(root);
   const compiled = path.join(root, 'dist', path.relative(root, sourceDir), file);
   if (!existsSync(compiled)) {
     throw new Error(`worker ${compiled} not found: run \`npm run build\` first (workers run compiled JavaScript)`);

@@ -1,10 +1,9 @@
 import type Database from 'better-sqlite3';
-import { newId } from '../../ids/ids.js';
 import type { ConversationsPort } from '../ports.js';
-import type { ConversationRecord, ConversationStatus, InterruptedTurn, MessageRecord, Page } from '../records.js';
-import type { GroupCommit } from './group-commit.js';
+import type { ConversationRecord, ConversationStatus, MessageRecord, Page } from '../records.js';
+import type { ConversationWriter } from './writer.js';
 import { NewestFirstList, toPage, unknownCursor } from './pagination.js';
-import { fromJson, fromJsonOrNull, toJson, type Row } from './rows.js';
+import { fromJson, fromJsonOrNull, type Row } from './rows.js';
 
 function conversationFromRow(r: Row): ConversationRecord {
   return {
@@ -28,45 +27,24 @@ function messageFromRow(r: Row): MessageRecord {
 /**
  * ConversationsPort on SQLite: tables `conversations` and `messages` (`seq` is the stored order;
  * `conversation_id` references `conversations(id)`, so appending to a missing conversation fails).
- * Every write goes through the group commit (`commits`): writes of one event-loop turn share one
- * transaction, apply in issue order and resolve after the commit (src/store/sqlite/group-commit.ts).
+ * Reads use `db`; every write goes through `writer` (src/store/sqlite/writer.ts: group commit on the main
+ * thread or in the writer thread; writes of one event-loop turn share one transaction, apply in issue
+ * order and resolve after the commit). The writes themselves are in conversation-writes.ts.
  */
-export function createConversations(db: Database.Database, commits: GroupCommit): ConversationsPort {
+export function createConversations(db: Database.Database, writer: ConversationWriter): ConversationsPort {
   const sql = {
-    insertConversation: db.prepare(
-      'INSERT INTO conversations (id, org_id, agent_id, status, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
     conversationById: db.prepare('SELECT * FROM conversations WHERE org_id = ? AND id = ?'),
-    setStatus: db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?'),
-    touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
-    insertMessage: db.prepare(
-      `INSERT INTO messages (id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
-       VALUES (@id, @conversation_id, @org_id, @turn_id, @role, @content, @citations, @tool_runs, @usage, @status, @finish_reason, @error, @created_at)`),
     messageSeq: db.prepare('SELECT seq FROM messages WHERE org_id = ? AND conversation_id = ? AND id = ?'),
     messagesAfter: db.prepare('SELECT * FROM messages WHERE org_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
     history: db.prepare(
       `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?)
        ORDER BY turn_id IS NULL, turn_id, CASE role WHEN 'visitor' THEN 0 ELSE 1 END, seq`),
-    unansweredTurns: db.prepare(
-      `SELECT v.org_id, v.conversation_id, v.turn_id, min(v.seq) AS first_seq FROM messages v
-       WHERE v.role = 'visitor' AND v.turn_id IS NOT NULL
-         AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.turn_id = v.turn_id AND a.role = 'agent')
-       GROUP BY v.turn_id ORDER BY first_seq`),
   };
   const conversations = new NewestFirstList(db, 'conversations', 'org_id = ?', 'conversation');
 
-  function insertMessage(rec: MessageRecord): void {
-    sql.insertMessage.run({
-      ...rec, citations: toJson(rec.citations), tool_runs: toJson(rec.tool_runs),
-      usage: rec.usage === null ? null : toJson(rec.usage), error: rec.error === null ? null : toJson(rec.error),
-    });
-    sql.touch.run(rec.created_at, rec.conversation_id);
-  }
-
   return {
     create(c) {
-      return commits.write(() => {
-        sql.insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.created_at, c.updated_at);
-      });
+      return writer.run('createConversation', c);
     },
     async get(orgId, id) {
       const r = sql.conversationById.get(orgId, id) as Row | undefined;
@@ -80,10 +58,10 @@ export function createConversations(db: Database.Database, commits: GroupCommit)
       return toPage(conversations.rows([orgId], page, where, params), page, conversationFromRow);
     },
     setStatus(id, status, at) {
-      return commits.write(() => { sql.setStatus.run(status, at, id); });
+      return writer.run('setStatus', { id, status, at });
     },
     appendMessage(rec) {
-      return commits.write(() => insertMessage(rec));
+      return writer.run('appendMessage', rec);
     },
     async listMessages(orgId, conversationId, page): Promise<Page<MessageRecord>> {
       let afterSeq = 0;
@@ -99,18 +77,7 @@ export function createConversations(db: Database.Database, commits: GroupCommit)
       return (sql.history.all(conversationId, limit) as Row[]).map(messageFromRow);
     },
     failInterruptedTurns(error, at) {
-      return commits.write((): InterruptedTurn[] => {
-        const turns = sql.unansweredTurns.all() as Array<{ org_id: string; conversation_id: string; turn_id: string }>;
-        return turns.map((t) => {
-          const messageId = newId('msg');
-          insertMessage({
-            id: messageId, conversation_id: t.conversation_id, org_id: t.org_id, turn_id: t.turn_id, role: 'agent',
-            status: 'failed', content: '', citations: [], tool_runs: [], usage: null, finish_reason: null,
-            error: { type: error.type, code: error.code, message: error.message }, created_at: at,
-          });
-          return { org_id: t.org_id, conversation_id: t.conversation_id, turn_id: t.turn_id, message_id: messageId };
-        });
-      });
+      return writer.run('failInterruptedTurns', { error, at });
     },
   };
 }

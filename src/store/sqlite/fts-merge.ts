@@ -63,7 +63,7 @@ export class FtsMerger {
 
   private async mergeInSlices(sliceMs: number): Promise<void> {
     const slice = this.db.transaction(() => this.step(performance.now() + sliceMs));
-    while (!this.stopped && this.db.open && this.relax(slice)) await yieldToEventLoop();
+    while (!this.stopped && this.db.open && this.relax(() => slice.immediate())) await yieldToEventLoop();
   }
 
   /** Stops a running drain() after its current slice (the store is closing). */

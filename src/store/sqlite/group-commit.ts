@@ -7,11 +7,73 @@ interface PendingWrite {
 }
 
 /** What happened to one write of a batch before the commit. */
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /** SQLite rolled the whole transaction back while a write ran (SQLITE_FULL, SQLITE_IOERR, ...): the batch is lost. */
 class TransactionLost {
   constructor(readonly cause: unknown) {}
+}
+
+/** The result of applyBatch: per-write outcomes, or the error that lost the whole transaction. */
+export type BatchResult = { committed: true; outcomes: Outcome[] } | { committed: false; error: unknown; outcomes: Outcome[] };
+
+/**
+ * Applies `runs` in ONE transaction on `db`, each inside its own SAVEPOINT, in order, then commits.
+ * A run that throws is rolled back to its savepoint alone (its outcome is the error, the others go on).
+ * When the transaction itself fails (BEGIN or COMMIT fails, or SQLite rolls the whole transaction back
+ * under a run), nothing is stored: `committed` is false, and `outcomes` covers the runs applied before the
+ * failure (a run whose outcome failed keeps that error; every other run lost the transaction). Used by GroupCommit (main thread) and by the writer thread
+ * (src/store/sqlite/writer.worker.ts), so both commit the same way. Never throws.
+ */
+export function applyBatch(db: Database.Database, runs: ReadonlyArray<() => unknown>): BatchResult {
+  const outcomes: Outcome[] = [];
+  let sql: BatchStatements | undefined;
+  try {
+    sql = batchStatements(db);
+    sql.begin.run();
+    for (const run of runs) {
+      sql.savepoint.run();
+      let value: unknown;
+      try {
+        value = run();
+      } catch (error) {
+        if (!db.inTransaction) throw new TransactionLost(error);
+        sql.rollbackTo.run();
+        sql.release.run();
+        outcomes.push({ ok: false, error });
+        continue;
+      }
+      sql.release.run();
+      outcomes.push({ ok: true, value });
+    }
+    sql.commit.run();
+  } catch (thrown) {
+    const error = thrown instanceof TransactionLost ? thrown.cause : thrown;
+    if (sql !== undefined && db.open && db.inTransaction) {
+      try { sql.rollback.run(); } catch { /* the transaction is gone either way */ }
+    }
+    return { committed: false, error, outcomes };
+  }
+  return { committed: true, outcomes };
+}
+
+type BatchStatements = Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Database.Statement>;
+const prepared = new WeakMap<Database.Database, BatchStatements>();
+
+function batchStatements(db: Database.Database): BatchStatements {
+  let sql = prepared.get(db);
+  if (sql === undefined) {
+    sql = {
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT group_commit_write'),
+      release: db.prepare('RELEASE group_commit_write'),
+      rollbackTo: db.prepare('ROLLBACK TO group_commit_write'),
+    };
+    prepared.set(db, sql);
+  }
+  return sql;
 }
 
 /**
@@ -32,18 +94,8 @@ class TransactionLost {
 export class GroupCommit {
   private queue: PendingWrite[] = [];
   private scheduled = false;
-  private readonly sql: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Database.Statement>;
 
-  constructor(private readonly db: Database.Database) {
-    this.sql = {
-      begin: db.prepare('BEGIN IMMEDIATE'),
-      commit: db.prepare('COMMIT'),
-      rollback: db.prepare('ROLLBACK'),
-      savepoint: db.prepare('SAVEPOINT group_commit_write'),
-      release: db.prepare('RELEASE group_commit_write'),
-      rollbackTo: db.prepare('ROLLBACK TO group_commit_write'),
-    };
-  }
+  constructor(private readonly db: Database.Database) {}
 
   /**
    * Queues `run` (synchronous better-sqlite3 statements; it must not start or end a transaction of its
@@ -66,38 +118,17 @@ export class GroupCommit {
     const batch = this.queue;
     if (batch.length === 0) return;
     this.queue = [];
-    const outcomes: Outcome[] = [];
-    try {
-      this.sql.begin.run();
-      for (const w of batch) {
-        this.sql.savepoint.run();
-        let value: unknown;
-        try {
-          value = w.run();
-        } catch (error) {
-          if (!this.db.inTransaction) throw new TransactionLost(error);
-          this.sql.rollbackTo.run();
-          this.sql.release.run();
-          outcomes.push({ ok: false, error });
-          continue;
-        }
-        this.sql.release.run();
-        outcomes.push({ ok: true, value });
-      }
-      this.sql.commit.run();
-    } catch (thrown) {
-      const error = thrown instanceof TransactionLost ? thrown.cause : thrown;
-      if (this.db.open && this.db.inTransaction) {
-        try { this.sql.rollback.run(); } catch { /* the transaction is gone either way */ }
-      }
+    const result = applyBatch(this.db, batch.map((w) => w.run));
+    if (!result.committed) {
+      // Writes that failed on their own keep their own error; the others lost the transaction.
       batch.forEach((w, i) => {
-        const o = outcomes[i];
-        w.reject(o !== undefined && !o.ok ? o.error : error);
+        const o = result.outcomes[i];
+        w.reject(o !== undefined && !o.ok ? o.error : result.error);
       });
       return;
     }
     batch.forEach((w, i) => {
-      const o = outcomes[i]!;
+      const o = result.outcomes[i]!;
       if (o.ok) w.resolve(o.value);
       else w.reject(o.error);
     });

@@ -59,6 +59,10 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
  * an earlier attempt, the next insert the new chunks, and the last one marks the document `ready` with
  * its chunk_count. search() joins `documents` and returns chunks of `ready` documents only, so chunks of a
  * document being stored are never visible. Calls for the same document id run one after the other.
+ *
+ * Every transaction here is BEGIN IMMEDIATE: the conversation writes may commit from the writer thread
+ * (src/store/sqlite/writer.ts), and a deferred transaction that read before writing would then fail with
+ * SQLITE_BUSY_SNAPSHOT instead of waiting for the lock (https://www.sqlite.org/lang_transaction.html).
  */
 export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = {}): KnowledgePort & { stop(): void } {
   const sliceMs = opts.chunkSliceMs ?? DEFAULT_CHUNK_SLICE_MS;
@@ -143,12 +147,12 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
     // (the document is still `processing`, so none of it is searchable) until the next call replaces it.
     const progress: Progress = { restarted: false, cleared: false, next: 0 };
     for (;;) {
-      const state = relax(() => storeSlice(id, chunks, progress));
+      const state = relax(() => storeSlice.immediate(id, chunks, progress));
       if (state === 'gone') return false;
       await yieldToEventLoop();
       if (state === 'stored') break;
     }
-    if (!readySlice(id, chunks.length, at)) return false;
+    if (!readySlice.immediate(id, chunks.length, at)) return false;
     // Index housekeeping left over from the inserts: in the background, it does not change what is stored.
     merger.drain(sliceMs).catch(() => { /* crisismerge still bounds the index; the next write drains again */ });
     return true;
@@ -173,7 +177,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
       return toPage(bases.rows([orgId], page), page, knowledgeBaseFromRow);
     },
     async createDocument(d, content) {
-      createDocument(d, content);
+      createDocument.immediate(d, content);
     },
     async getDocument(orgId, kbId, id) {
       const r = sql.documentById.get(orgId, kbId, id) as Row | undefined;
@@ -201,7 +205,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
       sql.markFailed.run(error, at, id);
     },
     async deleteDocument(orgId, kbId, id) {
-      const deleted = deleteDocument(orgId, kbId, id);
+      const deleted = deleteDocument.immediate(orgId, kbId, id);
       if (deleted) merger.drain(sliceMs).catch(() => { /* as in completeInSlices */ });
       return deleted;
     },

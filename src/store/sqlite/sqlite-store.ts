@@ -5,7 +5,7 @@ import { createAgents } from './agents.js';
 import { createApiKeys } from './api-keys.js';
 import { createConversations } from './conversations.js';
 import { openDatabase, type SqliteSync } from './database.js';
-import { GroupCommit } from './group-commit.js';
+import { createMainThreadWriter, createWorkerWriter, type WriterKind } from './writer.js';
 import { createKnowledge } from './knowledge.js';
 import { createOrganizations } from './organizations.js';
 
@@ -15,6 +15,11 @@ export interface SqliteStoreOptions {
   sync?: SqliteSync;
   /** Work budget of one completeDocument slice, ms (default 4; see src/store/sqlite/knowledge.ts). */
   chunkSliceMs?: number;
+  /**
+   * Where conversation and message writes commit (default `worker`): a writer thread with its own
+   * connection, so their fsyncs and the WAL checkpoints never block the event loop; or `main`.
+   */
+  writer?: WriterKind;
 }
 
 /**
@@ -27,8 +32,9 @@ export interface SqliteStoreOptions {
  */
 export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}): Store & { db: Database.Database } {
   const sync = opts.sync ?? 'FULL';
-  const db = openDatabase(join(dataDir, 'parley.db'), sync);
-  const commits = new GroupCommit(db);
+  const file = join(dataDir, 'parley.db');
+  const db = openDatabase(file, sync);
+  const writer = (opts.writer ?? 'worker') === 'worker' ? createWorkerWriter(file, sync) : createMainThreadWriter(db);
   const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, { sync, chunkSliceMs: opts.chunkSliceMs });
   const ping = db.prepare('SELECT 1');
   return {
@@ -38,13 +44,13 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     apiKeys: createApiKeys(db),
     agents: createAgents(db),
     knowledge,
-    conversations: createConversations(db, commits),
+    conversations: createConversations(db, writer),
     async ping() {
       ping.get();
     },
     async close() {
       stopKnowledge();
-      commits.flush();
+      await writer.close();
       if (db.open) db.close();
     },
   };

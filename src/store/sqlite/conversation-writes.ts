@@ -1,0 +1,84 @@
+/**
+ * The writes of the conversations port as plain functions of a connection and JSON-cloneable arguments,
+ * so that the same code runs on the main thread (GroupCommit) and in the writer thread
+ * (writer.worker.ts). Each runs inside the caller's transaction and savepoint (src/store/sqlite/group-commit.ts).
+ */
+import type Database from 'better-sqlite3';
+import { newId } from '../../ids/ids.js';
+import type { ConversationRecord, ConversationStatus, InterruptedTurn, MessageRecord } from '../records.js';
+import type { TurnError } from '../../vocabulary/turn.js';
+import { toJson } from './rows.js';
+
+type Statements = ReturnType<typeof prepare>;
+const cache = new WeakMap<Database.Database, Statements>();
+
+function prepare(db: Database.Database) {
+  return {
+    insertConversation: db.prepare(
+      'INSERT INTO conversations (id, org_id, agent_id, status, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    setStatus: db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?'),
+    touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
+    insertMessage: db.prepare(
+      `INSERT INTO messages (id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
+       VALUES (@id, @conversation_id, @org_id, @turn_id, @role, @content, @citations, @tool_runs, @usage, @status, @finish_reason, @error, @created_at)`),
+    unansweredTurns: db.prepare(
+      `SELECT v.org_id, v.conversation_id, v.turn_id, min(v.seq) AS first_seq FROM messages v
+       WHERE v.role = 'visitor' AND v.turn_id IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.turn_id = v.turn_id AND a.role = 'agent')
+       GROUP BY v.turn_id ORDER BY first_seq`),
+  };
+}
+
+function statements(db: Database.Database): Statements {
+  let s = cache.get(db);
+  if (s === undefined) {
+    s = prepare(db);
+    cache.set(db, s);
+  }
+  return s;
+}
+
+function insertMessage(db: Database.Database, rec: MessageRecord): void {
+  const sql = statements(db);
+  sql.insertMessage.run({
+    ...rec, citations: toJson(rec.citations), tool_runs: toJson(rec.tool_runs),
+    usage: rec.usage === null ? null : toJson(rec.usage), error: rec.error === null ? null : toJson(rec.error),
+  });
+  sql.touch.run(rec.created_at, rec.conversation_id);
+}
+
+/** The write operations, by name. Arguments and results are structured-cloneable. */
+export const CONVERSATION_WRITES = {
+  /** Inserts a conversation. */
+  createConversation(db: Database.Database, c: ConversationRecord): void {
+    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.created_at, c.updated_at);
+  },
+  /** Sets a conversation's status and updated_at. */
+  setStatus(db: Database.Database, args: { id: string; status: ConversationStatus; at: string }): void {
+    statements(db).setStatus.run(args.status, args.at, args.id);
+  },
+  /** Appends a message and touches its conversation's updated_at (throws on a missing conversation: FK). */
+  appendMessage(db: Database.Database, rec: MessageRecord): void {
+    insertMessage(db, rec);
+  },
+  /** Appends a failed agent reply to every turn that has a visitor message and no agent message. */
+  failInterruptedTurns(db: Database.Database, args: { error: TurnError; at: string }): InterruptedTurn[] {
+    const turns = statements(db).unansweredTurns.all() as Array<{ org_id: string; conversation_id: string; turn_id: string }>;
+    return turns.map((t) => {
+      const messageId = newId('msg');
+      insertMessage(db, {
+        id: messageId, conversation_id: t.conversation_id, org_id: t.org_id, turn_id: t.turn_id, role: 'agent',
+        status: 'failed', content: '', citations: [], tool_runs: [], usage: null, finish_reason: null,
+        error: { type: args.error.type, code: args.error.code, message: args.error.message }, created_at: args.at,
+      });
+      return { org_id: t.org_id, conversation_id: t.conversation_id, turn_id: t.turn_id, message_id: messageId };
+    });
+  },
+} as const;
+
+/** The name of a conversation write. */
+export type ConversationWriteName = keyof typeof CONVERSATION_WRITES;
+/** The argument of write `K`. */
+export type ConversationWriteArgs<K extends ConversationWriteName> = Parameters<(typeof CONVERSATION_WRITES)[K]>[1];
+/** The result of write `K`. */
+export type ConversationWriteResult<K extends ConversationWriteName> = ReturnType<(typeof CONVERSATION_WRITES)[K]>;
