@@ -23,6 +23,16 @@ describe('toFtsQuery', () => {
     expect(toFtsQuery('how do I?')).toBe('');
     expect(toFtsQuery('!!! ...')).toBe('');
   });
+  it('keeps the first 32 distinct words of a long text, in order', () => {
+    const text = Array.from({ length: 5000 }, (_, i) => `w${i}`).join(' ');
+    expect(toFtsQuery(text)).toBe(Array.from({ length: 32 }, (_, i) => `"w${i}"`).join(' OR '));
+    expect(toFtsQuery('stream stream Stream STREAM reply')).toBe('"stream" OR "reply"');
+  });
+  it('drops words over 64 characters (a whitespace-free run of CJK is one word) and keeps 64', () => {
+    expect(toFtsQuery('漢'.repeat(32_000))).toBe('');
+    expect(toFtsQuery(`${'漢'.repeat(65)} tokens`)).toBe('"tokens"');
+    expect(toFtsQuery('字'.repeat(64))).toBe(`"${'字'.repeat(64)}"`);
+  });
 });
 
 describe('Router', () => {
