@@ -311,6 +311,26 @@ describe('document uploads', () => {
     await expectApiError(res, 404, 'not_found_error', 'not_found');
   });
 
+  it.each([
+    ['10,000 nested block quotes on one line', '> '.repeat(10_000) + 'deep'],
+    ['10,000 nested list items on one line', '- '.repeat(10_000) + 'deep'],
+    ['2,000 lines, each one quote deeper (2 MB; exhausted a 1 GB heap before)', Array.from({ length: 2000 }, (_, i) => `${'>'.repeat(i + 1)} level ${i}`).join('\n')],
+    ['1,000 list levels by indentation', Array.from({ length: 1000 }, (_, i) => `${'  '.repeat(i)}- item ${i}`).join('\n')],
+  ])('Markdown with %s fails ingestion with a clear error, and the workers keep serving', async (_label, text) => {
+    const kb = await (await srv.api('/v1/knowledge-bases', { body: { name: 'deep' } })).json() as { id: string };
+    const res = await srv.api(`/v1/knowledge-bases/${kb.id}/documents?title=deep`, { body: text, headers: { 'content-type': 'text/markdown' } });
+    expect(res.status).toBe(202);
+    const { id } = await res.json() as { id: string };
+    await srv.parley.knowledge.settled();
+    const doc = await (await srv.api(`/v1/knowledge-bases/${kb.id}/documents/${id}`)).json() as { status: string; error: string | null };
+    expect(doc).toMatchObject({ status: 'failed', error: 'document nests deeper than 64 levels (block quotes or lists)' });
+    const ok = await srv.api(`/v1/knowledge-bases/${kb.id}/documents?title=fine`, { body: `${'> '.repeat(64)}sixty-four levels are fine`, headers: { 'content-type': 'text/markdown' } });
+    const fine = await ok.json() as { id: string };
+    await srv.parley.knowledge.settled();
+    const after = await (await srv.api(`/v1/knowledge-bases/${kb.id}/documents/${fine.id}`)).json() as { status: string; chunk_count: number };
+    expect(after).toMatchObject({ status: 'ready', chunk_count: 1 });
+  });
+
   it('no document was created by the refused uploads', async () => {
     const docs = await (await srv.api(`/v1/knowledge-bases/${kbId}/documents`)).json() as { data: unknown[] };
     expect(docs.data).toEqual([]);
