@@ -361,12 +361,12 @@ describe('routes and methods', () => {
   });
 
   it.each([
-    ['PUT', '/v1/agents', ['GET', 'POST']],
-    ['DELETE', '/v1/agents', ['GET', 'POST']],
-    ['POST', '/v1/agents/agt_x', ['GET', 'PATCH', 'DELETE']],
+    ['PUT', '/v1/agents', ['GET', 'HEAD', 'POST']],
+    ['DELETE', '/v1/agents', ['GET', 'HEAD', 'POST']],
+    ['POST', '/v1/agents/agt_x', ['GET', 'HEAD', 'PATCH', 'DELETE']],
     ['GET', '/v1/agents/agt_x/chat', ['POST']],
-    ['PATCH', '/healthz', ['GET']],
-    ['POST', '/v1/openapi.json', ['GET']],
+    ['PATCH', '/healthz', ['GET', 'HEAD']],
+    ['POST', '/v1/openapi.json', ['GET', 'HEAD']],
   ])('%s %s -> 405 with Allow', async (method, path, allow) => {
     const res = await srv.api(path, { method });
     const allowHeader = res.headers.get('allow');

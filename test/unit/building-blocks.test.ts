@@ -45,8 +45,13 @@ describe('Router', () => {
     expect(m).toMatchObject({ ok: true, params: { agent_id: 'agt_1/x' } });
     expect(router.match('GET', '/v1/agents/')).toMatchObject({ ok: true, route: { path: '/v1/agents' } });
   });
+  it('matches HEAD to the GET route of a path, and to nothing else', () => {
+    expect(router.match('HEAD', '/v1/agents/agt_1')).toMatchObject({ ok: true, route: { method: 'GET', path: '/v1/agents/{agent_id}' }, params: { agent_id: 'agt_1' } });
+    expect(router.match('HEAD', '/v1/agents/agt_1/chat')).toEqual({ ok: false, reason: 'method_not_allowed', allow: ['POST'] });
+  });
   it('says 405 with the allowed methods when only the method is wrong, 404 otherwise', () => {
-    expect(router.match('DELETE', '/v1/agents')).toEqual({ ok: false, reason: 'method_not_allowed', allow: ['GET', 'POST'] });
+    expect(router.match('DELETE', '/v1/agents')).toEqual({ ok: false, reason: 'method_not_allowed', allow: ['GET', 'HEAD', 'POST'] });
+    expect(router.match('GET', '/v1/agents/agt_1/chat')).toEqual({ ok: false, reason: 'method_not_allowed', allow: ['POST'] });
     expect(router.match('GET', '/v1/agents/a/b/c')).toEqual({ ok: false, reason: 'not_found' });
     expect(router.match('GET', '/v1/agents/%E0%A4%A')).toEqual({ ok: false, reason: 'not_found' });
   });

@@ -90,6 +90,13 @@ export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
     }
     op.responses = responses;
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+    if (r.method === 'GET') {
+      // HEAD works wherever GET does (API.md "Conventions"): same status and headers, no body.
+      const headResponses = Object.fromEntries(Object.entries(responses).map(([status, res]) => [status, { description: (res as { description: string }).description }]));
+      paths[r.path]!.head = {
+        ...op, summary: `${r.summary} (headers only)`, operationId: `head${(op.operationId as string).slice(3)}`, responses: headResponses,
+      };
+    }
   }
   return {
     openapi: '3.1.0',

@@ -15,6 +15,8 @@ export interface Exchange {
   /** `performance.now()` when the request arrived, ms. */
   startedAt: number;
   req: HttpRequest;
+  /** A HEAD request: the response gets the headers a GET would get, and no body (RFC 9110 section 9.3.2). */
+  head: boolean;
   /** Status written (0 until a response is started), for the log line and metrics. */
   status: number;
 }

@@ -8,7 +8,21 @@ import type { Exchange } from './exchange.js';
 /** A non-streaming result (everything but `sse`). */
 export type PlainResult = Exclude<HttpResult, { kind: 'sse' }>;
 
-const statusLine = (status: number): string => `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+/** `200 OK`, `404 Not Found`, ... */
+export const statusLine = (status: number): string => `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+
+/**
+ * Headers of an event-stream response (WHATWG HTML "Server-sent events"): the media type, no
+ * caching or transformation by intermediaries, and no buffering by nginx-style proxies.
+ */
+export function sseHeaders(requestId: string): Array<[string, string]> {
+  return [
+    ['X-Request-Id', requestId],
+    ['Content-Type', 'text/event-stream; charset=utf-8'],
+    ['Cache-Control', 'no-cache, no-transform'],
+    ['X-Accel-Buffering', 'no'],
+  ];
+}
 
 /**
  * Writes status, headers and bodies to uWS responses, and the one log line + metric per request.
@@ -34,27 +48,60 @@ export class Responder {
    * Writes a complete response: status line, `X-Request-Id`, the result's headers, then the JSON or
    * text body (or none for `empty`). `closeConnection` asks uWS to close the socket after it, for
    * requests whose body was not read (the bytes left on the wire cannot be parsed as a next request).
+   *
+   * uWS facts this works around (the build we ship): `end(body)` writes the body even on a HEAD
+   * request, which would corrupt the next response on a keep-alive connection; and
+   * `endWithoutBody(n)` with n > 0 sends nothing at all (it waits for n body bytes), as does any call
+   * with arguments other than a number. So a HEAD response writes `Content-Length` itself and ends
+   * with a bare `endWithoutBody()`; a 204 or 304 carries no Content-Length (RFC 9110 section 8.6).
    */
   send(ex: Exchange, result: PlainResult, closeConnection = false): void {
     if (ex.closed) return;
     ex.closed = true;
     ex.status = result.status;
     const res = ex.res;
+    let body: string | undefined;
+    let contentType: string | undefined;
+    if (result.kind === 'json') { body = JSON.stringify(result.body); contentType = 'application/json'; }
+    else if (result.kind === 'text') { body = result.body; contentType = result.contentType; }
     res.cork(() => {
       res.writeStatus(statusLine(result.status));
       res.writeHeader('X-Request-Id', ex.req.requestId);
       if ('headers' in result && result.headers) for (const [k, v] of Object.entries(result.headers)) res.writeHeader(k, v);
-      if (result.kind === 'json') {
-        res.writeHeader('Content-Type', 'application/json');
-        res.end(JSON.stringify(result.body), closeConnection);
-      } else if (result.kind === 'text') {
-        res.writeHeader('Content-Type', result.contentType);
-        res.end(result.body, closeConnection);
+      if (contentType !== undefined) res.writeHeader('Content-Type', contentType);
+      if (body === undefined) {
+        if (result.status === 204 || result.status === 304) {
+          if (closeConnection) res.writeHeader('Connection', 'close');
+          res.endWithoutBody();
+        } else {
+          res.endWithoutBody(0, closeConnection);
+        }
+      } else if (ex.head) {
+        res.writeHeader('Content-Length', String(Buffer.byteLength(body)));
+        if (closeConnection) res.writeHeader('Connection', 'close');
+        res.endWithoutBody();
       } else {
-        res.endWithoutBody(0, closeConnection);
+        res.end(body, closeConnection);
       }
     });
     this.finishLog(ex);
+  }
+
+  /**
+   * The HEAD twin of a stream: status 200 and the headers of the event stream, no body; the turn's
+   * channel is not subscribed to.
+   */
+  sendStreamHead(ex: Exchange, turnId: string): void {
+    if (ex.closed) return;
+    ex.closed = true;
+    ex.status = 200;
+    const res = ex.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(200));
+      for (const [k, v] of sseHeaders(ex.req.requestId)) res.writeHeader(k, v);
+      res.endWithoutBody();
+    });
+    this.finishLog(ex, { turn_id: turnId });
   }
 
   /**

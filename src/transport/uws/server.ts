@@ -10,6 +10,7 @@ import type { SseHub } from '../sse/sse-writer.js';
 import { readBody } from './body-reader.js';
 import type { Exchange } from './exchange.js';
 import { loadUws } from './native.js';
+import { readRequestHead } from './request-head.js';
 import { Responder } from './responder.js';
 import { openSseResponse } from './sse-response.js';
 
@@ -57,6 +58,10 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
   function stream(ex: Exchange, result: Extract<HttpResult, { kind: 'sse' }>): void {
     if (ex.closed) return;
     const turnId = result.channel.turnId;
+    if (ex.head) {
+      responder.sendStreamHead(ex, turnId);
+      return;
+    }
     const sink = openSseResponse(ex, turnId, {
       onFinished: (extra) => { open.delete(ex); responder.finishLog(ex, extra); },
     });
@@ -80,20 +85,12 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
   }
 
   app.any('/*', (res, uReq) => {
-    const headers: Record<string, string> = {};
-    let conflictingLength = false;
-    uReq.forEach((k, v) => {
-      // Two different Content-Length values are a request-smuggling vector (RFC 9112 section 6.3): refuse.
-      if (k === 'content-length' && headers[k] !== undefined && headers[k] !== v) conflictingLength = true;
-      headers[k] = v;
-    });
-    const method = uReq.getMethod().toUpperCase();
-    const path = uReq.getUrl();
-    const queryString = uReq.getQuery() ?? '';
+    const head = readRequestHead(uReq);
+    const { method, path, headers } = head;
     const ex: Exchange = {
-      res, closed: false, onAbort: undefined, startedAt: performance.now(), status: 0,
+      res, closed: false, onAbort: undefined, startedAt: performance.now(), status: 0, head: method === 'HEAD',
       req: {
-        method, path, query: new URLSearchParams(queryString), headers, body: null,
+        method, path, query: new URLSearchParams(head.query), headers, body: null,
         requestId: newId('req'), remoteAddress: textDecoder.decode(res.getRemoteAddressAsText()),
       },
     };
@@ -103,8 +100,9 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
       if (wasOpen) ex.onAbort?.();
     });
 
-    if (conflictingLength) {
-      responder.sendError(ex, new AppError('malformed_request', 'The request has conflicting Content-Length headers.'), true);
+    if (head.problem !== undefined) {
+      // Answered before any body byte is read, so the connection cannot be reused.
+      responder.sendError(ex, new AppError('malformed_request', head.problem), true);
       return;
     }
     const match = opts.router.match(method, path);

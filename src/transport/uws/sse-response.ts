@@ -1,5 +1,6 @@
 import type { SseSink } from '../sse/sse-writer.js';
 import type { Exchange } from './exchange.js';
+import { sseHeaders } from './responder.js';
 
 /** What the SSE response reports back to the server when it finishes. */
 export interface SseResponseHooks {
@@ -47,10 +48,7 @@ export function openSseResponse(ex: Exchange, turnId: string, hooks: SseResponse
 
   res.cork(() => {
     res.writeStatus('200 OK');
-    res.writeHeader('X-Request-Id', ex.req.requestId);
-    res.writeHeader('Content-Type', 'text/event-stream; charset=utf-8');
-    res.writeHeader('Cache-Control', 'no-cache, no-transform');
-    res.writeHeader('X-Accel-Buffering', 'no');
+    for (const [k, v] of sseHeaders(ex.req.requestId)) res.writeHeader(k, v);
   });
 
   /** One corked `res.write`; true when uWS sent it all (and everything it held before). */
