@@ -31,21 +31,30 @@ async function main(): Promise<void> {
   if (config.bootstrap) {
     const creds = await bootstrapIfEmpty({ store: parley.store, knowledge: parley.knowledge, logger, dataDir: config.dataDir, docsDir: config.docsDir });
     if (creds) {
-      // Printed once, to the terminal only (never to the log): the key is a secret.
-      process.stdout.write([
-        '',
-        'Parley is ready. This API key is shown once; it is also saved in',
-        `  ${join(config.dataDir, CREDENTIALS_FILE)} (mode 0600)`,
-        '',
-        `  API key:  ${creds.api_key}`,
-        `  Agent:    ${creds.agent_id} (Parley Guide)`,
-        '',
-        'Ask it something, streamed:',
-        `  curl -N ${parley.url}/v1/agents/${creds.agent_id}/chat \\`,
-        `    -H "Authorization: Bearer ${creds.api_key}" -H "Content-Type: application/json" \\`,
-        `    -d '{"message": "How do I stream a reply?", "stream": true}'`,
-        '',
-      ].join('\n') + '\n');
+      const file = join(config.dataDir, CREDENTIALS_FILE);
+      if (process.stdout.isTTY) {
+        // Shown once, on the terminal only: stdout that is not a terminal (a pipe, a file, a container's
+        // log collector) is a log, and the key is a secret (API.md "Credentials").
+        process.stdout.write([
+          '',
+          'Parley is ready. This API key is shown once; it is also saved in',
+          `  ${file} (mode 0600)`,
+          '',
+          `  API key:  ${creds.api_key}`,
+          `  Agent:    ${creds.agent_id} (Parley Guide)`,
+          '',
+          'Ask it something, streamed:',
+          `  curl -N ${parley.url}/v1/agents/${creds.agent_id}/chat \\`,
+          `    -H "Authorization: Bearer ${creds.api_key}" -H "Content-Type: application/json" \\`,
+          `    -d '{"message": "How do I stream a reply?", "stream": true}'`,
+          '',
+        ].join('\n') + '\n');
+      } else {
+        process.stdout.write(
+          `Parley is ready. Demo agent: ${creds.agent_id} (Parley Guide). Its API key is in ${file} (mode 0600); `
+          + 'it is printed only to a terminal, never to logs.\n',
+        );
+      }
     } else {
       logger.info({ credentials_file: join(config.dataDir, CREDENTIALS_FILE) }, 'existing data reused');
     }

@@ -83,7 +83,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const routes: RouteDef[] = [];
   routes.push(...operationRoutes(services, () => routes), ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services));
   await recover(store, knowledge, logger);
-  const sse = new SseHub(config.heartbeatMs);
+  const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
   const server = await startUwsServer({
     host: config.host, port: config.port, router: new Router(routes), dispatch: createDispatcher(access),
     sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes,

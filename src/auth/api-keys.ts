@@ -42,6 +42,19 @@ export function isWellFormedApiKey(key: string): boolean {
   return timingSafeEqual(Buffer.from(sum), Buffer.from(expected));
 }
 
+const KEY_CANDIDATE = /sk_[0-9A-Za-z]{36}/g;
+
+/**
+ * True when `text` contains a real API key anywhere: `sk_` + 36 base62 characters whose checksum
+ * matches ({@link isWellFormedApiKey}). Key-shaped strings with a wrong checksum, `sk_` followed by
+ * anything shorter, and prose about keys are not keys. Linear in the length of `text`.
+ */
+export function containsApiKey(text: string): boolean {
+  if (!text.includes('sk_')) return false;
+  for (const m of text.matchAll(KEY_CANDIDATE)) if (isWellFormedApiKey(m[0])) return true;
+  return false;
+}
+
 /**
  * SHA-256 hex of the key: the stored form. A fast hash is right here because the key carries ≈178 bits
  * of entropy (no dictionary to guess from), unlike a password.

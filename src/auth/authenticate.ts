@@ -1,6 +1,6 @@
 import { AppError } from '../errors/app-error.js';
 import type { ApiKeysPort } from '../store/ports.js';
-import { digestsEqual, hashApiKey, isWellFormedApiKey } from './api-keys.js';
+import { containsApiKey, digestsEqual, hashApiKey, isWellFormedApiKey } from './api-keys.js';
 import type { Principal } from './principal.js';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -8,14 +8,17 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 /**
  * Resolves `Authorization: Bearer sk_...` to a Principal (SPEC.md 5.2-5.3, API.md "Credentials").
  * Throws AppError 401: `missing_credentials` (no header), `invalid_api_key` (not a Bearer API key,
- * bad checksum, or unknown), `revoked_api_key`. A key offered in the query string is refused and
- * never authenticates (SPEC.md 5.8: keys must not be placed in URLs).
+ * bad checksum, or unknown), `revoked_api_key`. A real API key (right shape and checksum) anywhere
+ * in a query parameter's name or value is refused with `invalid_api_key` and never authenticates
+ * (SPEC.md 5.8 and API.md "Credentials": keys are never accepted in a URL); anything else starting
+ * with `sk_` (`?q=sk_ prefix`, `?q=sk_notakey`, a key-shaped string with a wrong checksum) is an
+ * ordinary query value.
  */
 export async function authenticateApiKey(
   apiKeys: ApiKeysPort, authorization: string | undefined, query: URLSearchParams,
 ): Promise<Principal> {
-  for (const value of query.values()) {
-    if (value.startsWith('sk_')) {
+  for (const [name, value] of query) {
+    if (containsApiKey(value) || containsApiKey(name)) {
       throw new AppError('invalid_api_key', 'API keys are not accepted in URLs; send the key in the Authorization header and revoke the exposed key.');
     }
   }

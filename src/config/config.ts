@@ -30,6 +30,7 @@ const EnvSchema = z.object({
   PARLEY_MAX_TOOL_STEPS: int(4, 1, 16),
   PARLEY_RETRIEVAL_K: int(4, 0, 20),
   PARLEY_HEARTBEAT_MS: int(15_000, 10),
+  PARLEY_SSE_MAX_BUFFERED_BYTES: int(4 * 1024 * 1024, 1024),
   PARLEY_SHUTDOWN_GRACE_MS: int(10_000, 0),
   PARLEY_TURN_REPLAY_MS: int(5 * 60_000, 0),
   PARLEY_BOOTSTRAP: bool(true),
@@ -76,6 +77,8 @@ export interface Config {
   retrievalK: number;
   /** SSE `: ping` interval, ms. */
   heartbeatMs: number;
+  /** An SSE client with more than this many bytes its socket has not taken is disconnected, bytes. */
+  sseMaxBufferedBytes: number;
   /** On SIGTERM, running turns get this long to finish, ms. */
   shutdownGraceMs: number;
   /** A finished turn's events stay replayable this long, ms. */
@@ -124,6 +127,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxToolSteps: e.PARLEY_MAX_TOOL_STEPS,
     retrievalK: e.PARLEY_RETRIEVAL_K,
     heartbeatMs: e.PARLEY_HEARTBEAT_MS,
+    sseMaxBufferedBytes: e.PARLEY_SSE_MAX_BUFFERED_BYTES,
     shutdownGraceMs: e.PARLEY_SHUTDOWN_GRACE_MS,
     turnReplayMs: e.PARLEY_TURN_REPLAY_MS,
     bootstrap: e.PARLEY_BOOTSTRAP,

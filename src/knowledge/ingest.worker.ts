@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { chunkSections } from './chunker.js';
-import { parseDocument } from './parse-document.js';
+import { markdownNestingDepth, MAX_MARKDOWN_NESTING, parseDocument } from './parse-document.js';
 import { DOCUMENT_CONTENT_TYPES, type IngestResult, type IngestTask } from './types.js';
 
 const ingestTaskSchema = z.object({
@@ -22,7 +22,9 @@ const ingestTaskSchema = z.object({
  * Never throws for a bad task or document; it resolves `{ok:false, error}` with a one-line reason:
  * `invalid ingestion task: ...`, `document is not valid UTF-8 text`,
  * `document contains NUL bytes (corrupt or binary file)`, `document is empty`,
- * `document has no indexable text`, or `document could not be parsed: ...`.
+ * `document nests deeper than 64 levels (block quotes or lists)` (Markdown only, checked by a linear
+ * scan before the recursive parser runs, see MAX_MARKDOWN_NESTING), `document has no indexable text`,
+ * or `document could not be parsed: ...`.
  * On success `characters` is the decoded text's length in UTF-16 code units (BOM excluded,
  * line ends as uploaded).
  */
@@ -47,6 +49,9 @@ export default async function ingest(task: IngestTask): Promise<IngestResult> {
   }
   if (text.includes('\u0000')) return fail('document contains NUL bytes (corrupt or binary file)');
   if (text.trim().length === 0) return fail('document is empty');
+  if (contentType === 'text/markdown' && markdownNestingDepth(text, MAX_MARKDOWN_NESTING) > MAX_MARKDOWN_NESTING) {
+    return fail(`document nests deeper than ${MAX_MARKDOWN_NESTING} levels (block quotes or lists)`);
+  }
 
   try {
     const chunks = chunkSections(parseDocument(text, contentType));

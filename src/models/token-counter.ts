@@ -37,7 +37,7 @@ export function createWorkerTokenCounter(): TokenCounter {
     filename: compiledWorkerUrl(import.meta.url, 'token-count.worker.js').href,
     minThreads: 1, maxThreads: 1, idleTimeout: Number.POSITIVE_INFINITY,
   });
-  // Warm up: the first count parses the rank table (~1 s of CPU) in the worker, not in a turn.
+  // Warm up: the first count parses the rank table (~0.5 s of CPU) in the worker, not in a turn.
   pool.run({ messages: [], texts: ['warm up'] }).catch(() => {});
   return {
     count: (messages, texts) => pool.run({ messages, texts }) as Promise<number>,

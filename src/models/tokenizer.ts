@@ -1,11 +1,13 @@
 /**
- * Token counting for usage accounting and budgets. Uses the `o200k_base` BPE (the encoding of the
- * gpt-4o / o-series model family) through js-tiktoken's lite build, so only that one rank table is
- * loaded. The encoder is built on first use (parsing the ranks takes several hundred milliseconds) and
- * reused. The server calls this only in a worker thread (src/models/token-count.worker.ts).
+ * Token counting for usage accounting and budgets, with the `o200k_base` BPE (the encoding of the
+ * gpt-4o / o-series model family): js-tiktoken's rank table, counted by src/models/bpe.ts, whose cost
+ * is linear in the text for any script (js-tiktoken's own merge loop is quadratic in the length of a
+ * pre-token: a 32,000-character CJK or emoji message took seconds). The counter is built on first use
+ * (parsing the ranks takes a few hundred milliseconds) and reused. The server calls this only in a
+ * worker thread (src/models/token-count.worker.ts).
  */
-import { Tiktoken } from 'js-tiktoken/lite';
 import o200k_base from 'js-tiktoken/ranks/o200k_base';
+import { BpeCounter } from './bpe.js';
 import type { ModelMessage } from './port.js';
 
 /**
@@ -15,48 +17,24 @@ import type { ModelMessage } from './port.js';
  */
 const PER_MESSAGE_OVERHEAD = 4;
 
-/** Longest whitespace-free run encoded in one piece, chars. */
-const LONG_RUN_CHARS = 256;
-const PIECE = 128;
-const LONG_RUN = new RegExp(`\\S{${LONG_RUN_CHARS + 1},}`, 'g');
-const LONG_RUN_TEST = new RegExp(`\\S{${LONG_RUN_CHARS + 1},}`);
+let counter: BpeCounter | undefined;
 
-let encoder: Tiktoken | undefined;
-
-function getEncoder(): Tiktoken {
-  encoder ??= new Tiktoken(o200k_base);
-  return encoder;
+/** The shared o200k_base counter (built on first use). */
+export function o200kCounter(): BpeCounter {
+  counter ??= new BpeCounter(o200k_base);
+  return counter;
 }
 
-
 /**
- * Number of o200k_base tokens in `text`. Special-token strings such as `<|endoftext|>` are counted as
- * ordinary text (never rejected), so any user text can be counted.
+ * Number of o200k_base tokens in `text`, exactly as tiktoken encodes it. Special-token strings such as
+ * `<|endoftext|>` are counted as ordinary text (never rejected), so any user text can be counted.
+ * Cost: linear in the UTF-8 size of `text` (times a log factor for very long whitespace-free runs).
  *
  * @param text any string; `''` gives 0.
  * @returns token count (unit: tokens), an integer >= 0. Never throws.
  */
 export function countTokens(text: string): number {
-  if (text.length === 0) return 0;
-  if (!LONG_RUN_TEST.test(text)) return encodeLength(text);
-  // BPE merging is quadratic in the length of one pre-token: a 32,000-char message without spaces
-  // would block the event loop for minutes. Runs of more than LONG_RUN chars without whitespace are
-  // counted in PIECE-char pieces (a slight over-count: no merge spans a cut); the rest as usual.
-  let total = 0;
-  let rest = '';
-  let last = 0;
-  for (const m of text.matchAll(LONG_RUN)) {
-    rest += text.slice(last, m.index);
-    last = m.index + m[0].length;
-    for (let i = 0; i < m[0].length; i += PIECE) total += encodeLength(m[0].slice(i, i + PIECE));
-  }
-  rest += text.slice(last);
-  return total + (rest.length === 0 ? 0 : encodeLength(rest));
-}
-
-function encodeLength(text: string): number {
-  // allowedSpecial = [] and disallowedSpecial = [] : encode special-token look-alikes as plain text.
-  return getEncoder().encode(text, [], []).length;
+  return o200kCounter().count(text);
 }
 
 /**
@@ -81,16 +59,24 @@ export function countMessageTokens(messages: ModelMessage[]): number {
 
 /**
  * `text` cut to whole words so that it holds at most `max` tokens (trailing whitespace dropped), and
- * whether it had to be cut.
+ * whether it had to be cut. Binary search over the number of words kept (token counts grow with the
+ * prefix), so the cost is O(n log n) in the length of `text`, not one count per word.
  */
 export function truncateToTokens(text: string, max: number): { text: string; truncated: boolean } {
   if (countTokens(text) <= max) return { text, truncated: false };
   const parts = text.match(/\S+\s*/g) ?? [];
-  let out = '';
-  for (const part of parts) {
-    const next = out + part;
-    if (countTokens(next.trimEnd()) > max) break;
-    out = next;
+  // The parts are contiguous from the first non-space character; leading whitespace is dropped.
+  const lead = text.length - text.trimStart().length;
+  /** Character offset (from `lead`) after the first k parts. */
+  const ends: number[] = [0];
+  for (const part of parts) ends.push(ends.at(-1)! + part.length);
+  const prefix = (k: number) => text.slice(lead, lead + ends[k]!).trimEnd();
+  let lo = 0;
+  let hi = parts.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (countTokens(prefix(mid)) <= max) lo = mid;
+    else hi = mid - 1;
   }
-  return { text: out.trimEnd(), truncated: true };
+  return { text: prefix(lo), truncated: true };
 }

@@ -1,12 +1,12 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startChild, type ChildServer } from '../helpers/child-server.js';
+import { credentialsOf, exitOf, startMain, type MainProcess } from '../helpers/main-process.js';
 import { readSse, waitFor, type SseEvent } from '../helpers/sse-client.js';
 
 const dirs: string[] = [];
-const children: ChildServer[] = [];
+const children: MainProcess[] = [];
 afterAll(() => {
   for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -53,13 +53,11 @@ describe('kill -9 during ingestion and streamed turns, then restart on the same 
     dirs.push(dataDir, docsDir);
     // Re-ingestion after the restart keeps the loop busy; load shedding is not what this test is about.
     const env = { PARLEY_DOCS_DIR: docsDir, PARLEY_BUILTIN_WORD_DELAY_MS: '40', PARLEY_INGEST_WORKERS: '1', PARLEY_MAX_LOOP_LAG_MS: '60000' };
-    const first = await startChild(dataDir, env);
+    const first = await startMain(dataDir, env);
     children.push(first);
-    const creds = await waitFor(() => {
-      try { return JSON.parse(readFileSync(join(dataDir, 'initial-credentials.json'), 'utf8')) as { api_key: string }; } catch { return undefined; }
-    }, 20_000, 'credentials');
+    const creds = await credentialsOf(dataDir);
     const headers = { authorization: `Bearer ${creds.api_key}`, 'content-type': 'application/json' };
-    const api = async (srv: ChildServer, path: string, init: { method?: string; body?: unknown } = {}): Promise<Json> => {
+    const api = async (srv: MainProcess, path: string, init: { method?: string; body?: unknown } = {}): Promise<Json> => {
       const res = await fetch(`${srv.url}${path}`, { method: init.method ?? (init.body ? 'POST' : 'GET'), headers, ...(init.body ? { body: JSON.stringify(init.body) } : {}) });
       return { status: res.status, ...(await res.json() as Json) };
     };
@@ -92,12 +90,12 @@ describe('kill -9 during ingestion and streamed turns, then restart on the same 
 
     expect((await api(first, `/v1/knowledge-bases/${kb.id}/documents/${big.id}`)).status).toBe('processing');
     first.child.kill('SIGKILL');
-    expect(await first.exited()).toBeNull();
+    expect(await exitOf(first.child)).toBeNull();
     const [eventsA, eventsB, eventsC] = await Promise.all([a.ended, b.ended, c.ended]);
     // None of the three streams ended: the kill cut them.
     for (const events of [eventsA, eventsB, eventsC]) expect(events.map((e) => e.data.type)).not.toContain('done');
 
-    const second = await startChild(dataDir, env);
+    const second = await startMain(dataDir, env);
     children.push(second);
     try {
       // Every turn the client was told about (its conversation event) is stored as visitor message +
@@ -125,7 +123,7 @@ describe('kill -9 during ingestion and streamed turns, then restart on the same 
       expect(again.events.at(-1)!.data).toEqual({ type: 'done', finish_reason: 'stop' });
     } finally {
       second.child.kill('SIGTERM');
-      await second.exited();
+      await exitOf(second.child);
     }
   }, 120_000);
 });

@@ -1,62 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { credentialsOf, exitOf, MAIN, startMain } from '../helpers/main-process.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
 
-const root = resolve(import.meta.dirname, '../..');
-const main = join(root, 'dist/src/main.js');
-
-/** A free loopback port (bind to 0, read, release). */
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
-}
-
-interface Started { child: ChildProcess; stdout: () => string; url: string }
-
-/** Starts `node dist/src/main.js` as `npm start` would, and waits for /readyz. */
-async function start(dataDir: string, env: Record<string, string> = {}): Promise<Started> {
-  const port = await freePort();
-  let out = '';
-  const child = spawn(process.execPath, [main], {
-    cwd: root,
-    env: { ...process.env, PARLEY_PORT: String(port), PARLEY_HOST: '127.0.0.1', PARLEY_DATA_DIR: dataDir, PARLEY_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`server exited: ${out}`);
-    try { return (await fetch(`${url}/readyz`)).status === 200 ? true : undefined; } catch { return undefined; }
-  }, 20_000, 'readyz');
-  return { child, stdout: () => out, url };
-}
-
-function exitOf(child: ChildProcess): Promise<number | null> {
-  return new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
-}
-
-/**
- * The credentials file of `dataDir` once it is complete: the server creates the file and then writes
- * it, so a reader polling for it can see it empty or partly written in between (undefined then).
- */
-function credentialsIn(dataDir: string): { api_key: string; agent_id: string } | undefined {
-  try {
-    return JSON.parse(readFileSync(join(dataDir, 'initial-credentials.json'), 'utf8')) as { api_key: string; agent_id: string };
-  } catch {
-    return undefined;
-  }
+/** `startMain` with the names this file has always used. */
+async function start(dataDir: string, env: Record<string, string> = {}) {
+  const started = await startMain(dataDir, env);
+  return { child: started.child, stdout: started.output, url: started.url };
 }
 
 const dirs: string[] = [];
@@ -64,15 +17,18 @@ afterAll(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true 
 
 describe('npm start on an empty data dir', () => {
   it('bootstraps the demo, answers a streamed question with citations from docs/, and reuses the data on restart', async () => {
-    expect(existsSync(main), 'run `npm run build` first').toBe(true);
+    expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-'));
     dirs.push(dataDir);
     const first = await start(dataDir);
     const credsFile = join(dataDir, 'initial-credentials.json');
-    const creds = await waitFor(() => (existsSync(credsFile) && first.stdout().includes('curl -N') ? JSON.parse(readFileSync(credsFile, 'utf8')) as { api_key: string; agent_id: string } : undefined), 20_000, 'credentials');
+    const creds = await credentialsOf(dataDir);
+    await waitFor(() => (first.stdout().includes('Parley is ready.') ? true : undefined), 20_000, 'ready line');
     expect(statSync(credsFile).mode & 0o777).toBe(0o600);
-    expect(first.stdout()).toContain(creds.api_key);
-    expect(first.stdout()).toContain(`/v1/agents/${creds.agent_id}/chat`);
+    // stdout is a pipe here, not a terminal: it names the credentials file instead of printing the key.
+    expect(first.stdout()).toContain(`Its API key is in ${credsFile} (mode 0600)`);
+    expect(first.stdout()).toContain(creds.agent_id);
+    expect(first.stdout()).not.toContain(creds.api_key);
 
     const { events } = await readSse(`${first.url}/v1/agents/${creds.agent_id}/chat`, {
       method: 'POST',
@@ -108,7 +64,7 @@ describe('npm start on an empty data dir', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-'));
     dirs.push(dataDir);
     const srv = await start(dataDir, { PARLEY_BUILTIN_WORD_DELAY_MS: '40', PARLEY_SHUTDOWN_GRACE_MS: '15000' });
-    const creds = await waitFor(() => credentialsIn(dataDir), 20_000, 'credentials');
+    const creds = await credentialsOf(dataDir);
     const headers = { authorization: `Bearer ${creds.api_key}`, 'content-type': 'application/json' };
     let signalled = false;
     const streamed = readSse(`${srv.url}/v1/agents/${creds.agent_id}/chat`, { method: 'POST', headers, body: JSON.stringify({ message: 'What is the format of an API key?', stream: true }) }, (ev) => {

@@ -12,6 +12,8 @@
  * - `mock-hang`: 200 + SSE headers, then nothing; `mock-slow-<ms>`: default with the first delta after <ms> ms;
  * - `mock-deltas-<n>`: paced `"tok "` deltas like the `deltas` option, but `n` of them (first after the
  *   default TTFT, then one per shared tick), so one mock can serve streams of several lengths;
+ * - `mock-big-<n>x<size>`: `n` content deltas of `size` characters each (`<i>:` then `x`s), written as fast
+ *   as the socket takes them, for backpressure tests;
  * - `mock-secret`: a reply holding an e-mail address and a card number; `mock-length`: two deltas,
  *   finish `length`; `mock-history`: one delta with the JSON of the `{role, content}` it received.
  *
@@ -427,6 +429,12 @@ function planFor(body: RecordedChatBody, cfg: { pacedDeltas: number | undefined;
       for (let i = 0; i < args.length; i += third) deltas.push({ tool: { index: 0, function: { arguments: args.slice(i, i + third) } } });
       return { kind: 'fixed', deltas, finish: 'tool_calls', ttftMs: 0 };
     }
+  }
+  const big = /^mock-big-(\d+)x(\d+)$/.exec(model);
+  if (big) {
+    const size = Number(big[2]);
+    const deltas = Array.from({ length: Number(big[1]) }, (_, i) => ({ content: `${i}:`.padEnd(size, 'x') }));
+    return { kind: 'fixed', deltas, finish: 'stop', ttftMs: cfg.defaultTtft };
   }
   const sized = /^mock-deltas-(\d+)$/.exec(model);
   if (sized) return { kind: 'paced', total: Number(sized[1]), ttftMs: cfg.defaultTtft };

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-keys.js';
 import { loadConfig } from '../../src/config/config.js';
 import { newId } from '../../src/ids/ids.js';
+import { createLogger } from '../../src/log/logger.js';
 import { startParley, type Parley } from '../../src/parley.js';
 
 /** A Parley server for integration tests: real uWS on a free port, real SQLite in a temp dir. */
@@ -16,6 +17,8 @@ export interface TestServer {
   apiKey: string;
   /** Creates another organization with its own key (for cross-org checks). */
   addOrganization(name?: string): Promise<{ orgId: string; apiKey: string; keyId: string }>;
+  /** Log lines written so far, parsed (only with `captureLogs`; empty otherwise). */
+  logs(): Array<Record<string, unknown> & { level: number; msg: string }>;
   /** `fetch` with the seeded key and JSON headers. */
   api(path: string, init?: { method?: string; body?: unknown; key?: string; headers?: Record<string, string> }): Promise<Response>;
   close(): Promise<void>;
@@ -23,9 +26,10 @@ export interface TestServer {
 
 /**
  * Starts Parley with `env` overrides (PARLEY_* variables) on 127.0.0.1:0 with logging silenced and
- * no bootstrap, then seeds one organization and API key.
+ * no bootstrap, then seeds one organization and API key. With `captureLogs` the log lines (level
+ * `debug` and up) are kept in memory for `logs()` instead of being silenced.
  */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, opts: { captureLogs?: boolean } = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
   const config = loadConfig({
     PARLEY_HOST: '127.0.0.1', PARLEY_PORT: '0', PARLEY_DATA_DIR: dataDir, PARLEY_LOG_LEVEL: 'silent',
@@ -33,7 +37,9 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     // Load shedding on event-loop lag is tested on its own; here a GC pause must not refuse a chat.
     PARLEY_MAX_LOOP_LAG_MS: '60000', ...env,
   });
-  const parley = await startParley(config);
+  const lines: string[] = [];
+  const logger = opts.captureLogs ? createLogger('debug', { write: (line: string) => { lines.push(line); } }) : undefined;
+  const parley = await startParley(config, logger ? { logger } : {});
   const store = parley.store;
 
   async function addOrganization(name = 'Test org') {
@@ -49,6 +55,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
 
   return {
     parley, url: parley.url, dataDir, orgId: first.orgId, apiKey: first.apiKey, addOrganization,
+    logs: () => lines.map((l) => JSON.parse(l) as Record<string, unknown> & { level: number; msg: string }),
     api(path, init = {}) {
       const headers: Record<string, string> = { authorization: `Bearer ${init.key ?? first.apiKey}`, ...init.headers };
       let body: string | undefined;

@@ -84,8 +84,25 @@ describe('401 authentication errors', () => {
     expect(both.status).toBe(401);
     const body = await authError(both, 'invalid_api_key');
     expect(body.error.message).not.toContain(srv.apiKey);
-    // Under another parameter name too.
+    // Under another parameter name too, inside a longer value, and as a parameter name.
     expect((await raw(`/v1/agents?key=${srv.apiKey}`, { authorization: `Bearer ${srv.apiKey}` })).status).toBe(401);
+    await authError(await raw(`/v1/agents?auth=Bearer%20${srv.apiKey}`, { authorization: `Bearer ${srv.apiKey}` }), 'invalid_api_key');
+    await authError(await raw(`/v1/agents?${srv.apiKey}`, { authorization: `Bearer ${srv.apiKey}` }), 'invalid_api_key');
+  });
+
+  it('a key that was never issued is refused in a URL too (the shape and checksum are what count)', async () => {
+    await authError(await raw(`/v1/agents?q=${generateApiKey()}`, { authorization: `Bearer ${srv.apiKey}` }), 'invalid_api_key');
+  });
+
+  it('text that only looks like a key is an ordinary query: a search for "sk_ prefix", "sk_notakey" or a bad-checksum key', async () => {
+    const kb = await (await srv.api('/v1/knowledge-bases', { body: { name: 'key talk' } })).json() as { id: string };
+    const last = srv.apiKey.at(-1)!;
+    const badChecksum = srv.apiKey.slice(0, -1) + BASE62[(BASE62.indexOf(last) + 1) % 62];
+    for (const q of ['sk_ prefix', 'sk_notakey', 'sk_', badChecksum]) {
+      const res = await srv.api(`/v1/knowledge-bases/${kb.id}/search?q=${encodeURIComponent(q)}`);
+      expect(res.status, `q=${q}`).toBe(200);
+      expect(await res.json()).toEqual({ data: [] });
+    }
   });
 
   it('the error never echoes the offered credential', async () => {

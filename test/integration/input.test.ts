@@ -96,6 +96,104 @@ describe('JSON bodies', () => {
   });
 });
 
+describe('Content-Type of JSON bodies (415 unsupported_content_type)', () => {
+  const post = (path: string, body: string, contentType: string | undefined, method = 'POST') => {
+    const headers: Record<string, string> = { authorization: `Bearer ${srv.apiKey}` };
+    if (contentType !== undefined) headers['content-type'] = contentType;
+    return fetch(`${srv.url}${path}`, { method, headers, body });
+  };
+  const agentBody = (name: string) => JSON.stringify({ name });
+
+  it.each([
+    ['no Content-Type', undefined],
+    ['text/plain', 'text/plain'],
+    ['form encoding', 'application/x-www-form-urlencoded'],
+    ['a look-alike type', 'application/jsonp'],
+    ['JSON in another charset', 'application/json; charset=iso-8859-1'],
+  ])('a JSON body with %s -> 415, nothing created', async (_label, contentType) => {
+    await expectApiError(await post('/v1/agents', agentBody('refused type'), contentType), 415, 'unsupported_media_type_error', 'unsupported_content_type');
+  });
+
+  it('chat with a JSON body sent as text/plain -> 415 (no turn is started)', async () => {
+    await expectApiError(await post(`/v1/agents/${agentId}/chat`, JSON.stringify({ message: 'hi' }), 'text/plain;charset=UTF-8'), 415, 'unsupported_media_type_error', 'unsupported_content_type');
+  });
+
+  it.each([
+    ['Application/JSON', 'Application/JSON'],
+    ['charset=UTF-8', 'application/json; charset=UTF-8'],
+    ['a quoted charset, no space', 'application/json;charset="utf-8"'],
+    ['another parameter', 'application/json; profile=x'],
+  ])('application/json with %s is accepted', async (label, contentType) => {
+    const res = await post('/v1/agents', agentBody(`typed ${label}`), contentType);
+    expect(res.status, await res.clone().text()).toBe(201);
+    await srv.api(`/v1/agents/${((await res.json()) as { id: string }).id}`, { method: 'DELETE' });
+  });
+
+  it('an empty body needs no Content-Type: PATCH with none is an empty patch (200), POST with none is validated (400)', async () => {
+    const patched = await post(`/v1/agents/${agentId}`, '', undefined, 'PATCH');
+    expect(patched.status).toBe(200);
+    expect(((await patched.json()) as { name: string }).name).toBe('input agent');
+    expect(await validationFailed(await post('/v1/agents', '', undefined))).toContain('name');
+  });
+});
+
+describe('JSON nesting depth and lone surrogates (400 validation_failed)', () => {
+  /** A chat body whose metadata nests `levels` deep in total (the body object is level 1). */
+  const nestedChat = (levels: number) => `{"message":"hi","metadata":{"a":${'['.repeat(levels - 2)}1${']'.repeat(levels - 2)}}}`;
+
+  it('64 levels are accepted; 65 are refused with the limit named', async () => {
+    const ok = await srv.api(`/v1/agents/${agentId}/chat`, { body: nestedChat(64) });
+    expect(ok.status, await ok.clone().text()).toBe(200);
+    await ok.arrayBuffer();
+    const refused = await expectApiError(await srv.api(`/v1/agents/${agentId}/chat`, { body: nestedChat(65) }), 400, 'invalid_request_error', 'validation_failed');
+    expect(refused.error.errors).toEqual([{ path: 'body', message: 'nesting deeper than 64 levels' }]);
+  });
+
+  it('100,000 levels (a 200 KB body) are refused the same way, and the server keeps serving', async () => {
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+    const refused = await expectApiError(await srv.api('/v1/agents', { body: deep }), 400, 'invalid_request_error', 'validation_failed');
+    expect(refused.error.errors).toEqual([{ path: 'body', message: 'nesting deeper than 64 levels' }]);
+    expect((await srv.api('/v1/agents')).status).toBe(200);
+  });
+
+  it('brackets inside strings do not count as nesting', async () => {
+    const res = await srv.api('/v1/agents', { body: `{"name":"${'['.repeat(100)}"}` });
+    expect(res.status).toBe(201);
+    const created = await res.json() as { id: string; name: string };
+    expect(created.name).toBe('['.repeat(100));
+    await srv.api(`/v1/agents/${created.id}`, { method: 'DELETE' });
+  });
+
+  it.each([
+    ['a lone high surrogate in a value', '{"name":"x\\ud800y"}', 'ud800'],
+    ['a lone low surrogate in a value', '{"name":"\\uDC00"}', 'uDC00'],
+    ['a high surrogate at the end of a string', '{"name":"abc\\ud83d"}', 'ud83d'],
+    ['a high surrogate followed by a non-surrogate escape', '{"name":"\\ud83d\\u0041"}', 'ud83d'],
+    ['a lone surrogate in a key', '{"name":"x","\\ud800":1}', 'ud800'],
+  ])('%s -> 400, never silently changed', async (_label, text, escape) => {
+    const refused = await expectApiError(await srv.api('/v1/agents', { body: text }), 400, 'invalid_request_error', 'validation_failed');
+    expect(refused.error.errors).toHaveLength(1);
+    expect(refused.error.errors![0]!.path).toBe('body');
+    expect(refused.error.errors![0]!.message).toContain(`lone surrogate \\${escape}`);
+  });
+
+  it('a lone surrogate inside chat metadata keys -> 400 too', async () => {
+    await expectApiError(await srv.api(`/v1/agents/${agentId}/chat`, { body: '{"message":"hi","metadata":{"\\udfff":true}}' }), 400, 'invalid_request_error', 'validation_failed');
+  });
+
+  it('a surrogate pair is a character (stored as such), and an escaped backslash before "u" is not an escape', async () => {
+    const pair = await srv.api('/v1/agents', { body: '{"name":"smile \\ud83d\\ude00"}' });
+    expect(pair.status).toBe(201);
+    const a = await pair.json() as { id: string; name: string };
+    expect(a.name).toBe('smile \u{1F600}');
+    const literal = await srv.api('/v1/agents', { body: '{"name":"path \\\\ud800"}' });
+    expect(literal.status).toBe(201);
+    const b = await literal.json() as { id: string; name: string };
+    expect(b.name).toBe('path \\ud800');
+    for (const id of [a.id, b.id]) await srv.api(`/v1/agents/${id}`, { method: 'DELETE' });
+  });
+});
+
 describe('chat request validation', () => {
   const chat = (body: unknown) => srv.api(`/v1/agents/${agentId}/chat`, { body });
 
@@ -213,6 +311,26 @@ describe('document uploads', () => {
     await expectApiError(res, 404, 'not_found_error', 'not_found');
   });
 
+  it.each([
+    ['10,000 nested block quotes on one line', '> '.repeat(10_000) + 'deep'],
+    ['10,000 nested list items on one line', '- '.repeat(10_000) + 'deep'],
+    ['2,000 lines, each one quote deeper (2 MB; exhausted a 1 GB heap before)', Array.from({ length: 2000 }, (_, i) => `${'>'.repeat(i + 1)} level ${i}`).join('\n')],
+    ['1,000 list levels by indentation', Array.from({ length: 1000 }, (_, i) => `${'  '.repeat(i)}- item ${i}`).join('\n')],
+  ])('Markdown with %s fails ingestion with a clear error, and the workers keep serving', async (_label, text) => {
+    const kb = await (await srv.api('/v1/knowledge-bases', { body: { name: 'deep' } })).json() as { id: string };
+    const res = await srv.api(`/v1/knowledge-bases/${kb.id}/documents?title=deep`, { body: text, headers: { 'content-type': 'text/markdown' } });
+    expect(res.status).toBe(202);
+    const { id } = await res.json() as { id: string };
+    await srv.parley.knowledge.settled();
+    const doc = await (await srv.api(`/v1/knowledge-bases/${kb.id}/documents/${id}`)).json() as { status: string; error: string | null };
+    expect(doc).toMatchObject({ status: 'failed', error: 'document nests deeper than 64 levels (block quotes or lists)' });
+    const ok = await srv.api(`/v1/knowledge-bases/${kb.id}/documents?title=fine`, { body: `${'> '.repeat(64)}sixty-four levels are fine`, headers: { 'content-type': 'text/markdown' } });
+    const fine = await ok.json() as { id: string };
+    await srv.parley.knowledge.settled();
+    const after = await (await srv.api(`/v1/knowledge-bases/${kb.id}/documents/${fine.id}`)).json() as { status: string; chunk_count: number };
+    expect(after).toMatchObject({ status: 'ready', chunk_count: 1 });
+  });
+
   it('no document was created by the refused uploads', async () => {
     const docs = await (await srv.api(`/v1/knowledge-bases/${kbId}/documents`)).json() as { data: unknown[] };
     expect(docs.data).toEqual([]);
@@ -243,12 +361,12 @@ describe('routes and methods', () => {
   });
 
   it.each([
-    ['PUT', '/v1/agents', ['GET', 'POST']],
-    ['DELETE', '/v1/agents', ['GET', 'POST']],
-    ['POST', '/v1/agents/agt_x', ['GET', 'PATCH', 'DELETE']],
+    ['PUT', '/v1/agents', ['GET', 'HEAD', 'POST']],
+    ['DELETE', '/v1/agents', ['GET', 'HEAD', 'POST']],
+    ['POST', '/v1/agents/agt_x', ['GET', 'HEAD', 'PATCH', 'DELETE']],
     ['GET', '/v1/agents/agt_x/chat', ['POST']],
-    ['PATCH', '/healthz', ['GET']],
-    ['POST', '/v1/openapi.json', ['GET']],
+    ['PATCH', '/healthz', ['GET', 'HEAD']],
+    ['POST', '/v1/openapi.json', ['GET', 'HEAD']],
   ])('%s %s -> 405 with Allow', async (method, path, allow) => {
     const res = await srv.api(path, { method });
     const allowHeader = res.headers.get('allow');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { digestsEqual, generateApiKey, hashApiKey, isWellFormedApiKey } from '../../src/auth/api-keys.js';
+import { API_KEY_LENGTH, containsApiKey, digestsEqual, generateApiKey, hashApiKey, isWellFormedApiKey } from '../../src/auth/api-keys.js';
 
 describe('API keys', () => {
   it('have the API.md shape: sk_ + 30 base62 + 6-char checksum', () => {
@@ -28,5 +28,19 @@ describe('API keys', () => {
     expect(digestsEqual(hashApiKey(key), hashApiKey(key))).toBe(true);
     expect(digestsEqual(hashApiKey(key), hashApiKey(generateApiKey()))).toBe(false);
     expect(digestsEqual('ab', 'abc')).toBe(false);
+  });
+
+  it('containsApiKey finds a real key anywhere in a text, and nothing else', () => {
+    const key = generateApiKey();
+    const badChecksum = key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a');
+    expect(containsApiKey(key)).toBe(true);
+    expect(containsApiKey(`Bearer ${key}`)).toBe(true);
+    expect(containsApiKey(`x${key}yz`)).toBe(true);
+    expect(containsApiKey(`sk_ and then ${key}`)).toBe(true);
+    expect(containsApiKey('sk_ prefix')).toBe(false);
+    expect(containsApiKey('sk_notakey')).toBe(false);
+    expect(containsApiKey(badChecksum)).toBe(false);
+    expect(containsApiKey(`sk_${'A'.repeat(36)}`)).toBe(false);
+    expect(containsApiKey('')).toBe(false);
   });
 });

@@ -23,6 +23,16 @@ describe('toFtsQuery', () => {
     expect(toFtsQuery('how do I?')).toBe('');
     expect(toFtsQuery('!!! ...')).toBe('');
   });
+  it('keeps the first 32 distinct words of a long text, in order', () => {
+    const text = Array.from({ length: 5000 }, (_, i) => `w${i}`).join(' ');
+    expect(toFtsQuery(text)).toBe(Array.from({ length: 32 }, (_, i) => `"w${i}"`).join(' OR '));
+    expect(toFtsQuery('stream stream Stream STREAM reply')).toBe('"stream" OR "reply"');
+  });
+  it('drops words over 64 characters (a whitespace-free run of CJK is one word) and keeps 64', () => {
+    expect(toFtsQuery('漢'.repeat(32_000))).toBe('');
+    expect(toFtsQuery(`${'漢'.repeat(65)} tokens`)).toBe('"tokens"');
+    expect(toFtsQuery('字'.repeat(64))).toBe(`"${'字'.repeat(64)}"`);
+  });
 });
 
 describe('Router', () => {
@@ -35,8 +45,13 @@ describe('Router', () => {
     expect(m).toMatchObject({ ok: true, params: { agent_id: 'agt_1/x' } });
     expect(router.match('GET', '/v1/agents/')).toMatchObject({ ok: true, route: { path: '/v1/agents' } });
   });
+  it('matches HEAD to the GET route of a path, and to nothing else', () => {
+    expect(router.match('HEAD', '/v1/agents/agt_1')).toMatchObject({ ok: true, route: { method: 'GET', path: '/v1/agents/{agent_id}' }, params: { agent_id: 'agt_1' } });
+    expect(router.match('HEAD', '/v1/agents/agt_1/chat')).toEqual({ ok: false, reason: 'method_not_allowed', allow: ['POST'] });
+  });
   it('says 405 with the allowed methods when only the method is wrong, 404 otherwise', () => {
-    expect(router.match('DELETE', '/v1/agents')).toEqual({ ok: false, reason: 'method_not_allowed', allow: ['GET', 'POST'] });
+    expect(router.match('DELETE', '/v1/agents')).toEqual({ ok: false, reason: 'method_not_allowed', allow: ['GET', 'HEAD', 'POST'] });
+    expect(router.match('GET', '/v1/agents/agt_1/chat')).toEqual({ ok: false, reason: 'method_not_allowed', allow: ['POST'] });
     expect(router.match('GET', '/v1/agents/a/b/c')).toEqual({ ok: false, reason: 'not_found' });
     expect(router.match('GET', '/v1/agents/%E0%A4%A')).toEqual({ ok: false, reason: 'not_found' });
   });

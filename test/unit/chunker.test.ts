@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { chunkSections, type ChunkOptions } from '../../src/knowledge/chunker.js';
 import { splitSentences } from '../../src/text/sentences.js';
-import { parseDocument, type Section } from '../../src/knowledge/parse-document.js';
+import { markdownNestingDepth, parseDocument, type Section } from '../../src/knowledge/parse-document.js';
 
 /** A run of distinct, numbered sentences (about 60 characters each). */
 function sentences(prefix: string, count: number): string {
@@ -104,6 +104,31 @@ describe('parseDocument (markdown)', () => {
     expect(parseDocument(html, 'text/markdown')).toEqual([
       { heading: 'T', paragraphs: ['Constant | Description\nSIGINT | Interrupt (Ctrl+C).'] },
     ]);
+  });
+});
+
+describe('markdownNestingDepth', () => {
+  it.each([
+    ['plain paragraphs', 'Hello.\n\nWorld.', 0],
+    ['one quote', '> quoted', 1],
+    ['quotes on one line, with and without spaces', '> >> > x', 4],
+    ['a list', '- a\n- b', 1],
+    ['a nested list, 2-space indents', '- a\n  - b\n    - c', 3],
+    ['an ordered list in a quote', '> 1. one\n> 2) two', 2],
+    ['list markers on one line', '- - * + 12. x', 5],
+    ['a thematic break counts its markers (upper bound)', '- - -', 3],
+    ['rules, emphasis, numbers are not markers', '---\n**bold** *em*\n2024 was a year\n-1 degree', 0],
+    ['a tab indent', '- a\n\t- b', 3],
+    ['markers inside a fenced code block do not count', '```yaml\n' + '  '.repeat(100) + '- deep: yes\n```\n- after', 1],
+    ['a tilde fence closed by a longer fence', '~~~\n> > > >\n~~~~\n> x', 1],
+    ['CRLF line ends', '> a\r\n> > b\r\n', 2],
+  ])('%s -> %i', (_label, text, depth) => {
+    expect(markdownNestingDepth(text)).toBe(depth);
+  });
+
+  it('stops as soon as the depth passes stopAbove', () => {
+    expect(markdownNestingDepth('> '.repeat(10_000) + 'x', 64)).toBe(65);
+    expect(markdownNestingDepth('> '.repeat(10_000) + 'x')).toBe(10_000);
   });
 });
 

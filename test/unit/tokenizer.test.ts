@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countMessageTokens, countTokens } from '../../src/models/tokenizer.js';
+import { countMessageTokens, countTokens, truncateToTokens } from '../../src/models/tokenizer.js';
 import type { ModelMessage } from '../../src/models/port.js';
 
 describe('countTokens (o200k_base)', () => {
@@ -53,15 +53,30 @@ describe('countMessageTokens', () => {
   });
 });
 
-describe('countTokens on long runs without whitespace', () => {
-  it('counts them piecewise, close to the whole-run count, so a 32,000-char word cannot stall the loop', () => {
-    const word = 'aZ3xq'.repeat(120); // 600 chars, one pre-token
-    const piecewise = countTokens(word);
-    expect(piecewise).toBeGreaterThan(0);
-    // Compare with the text split by spaces every 128 chars, which the BPE sees as separate words.
-    const spaced = word.match(/.{1,128}/g)!.join(' ');
-    expect(Math.abs(piecewise - countTokens(spaced))).toBeLessThanOrEqual(5);
-    expect(countTokens(`hello ${word} world`)).toBe(piecewise + countTokens('hello  world'));
-    expect(countTokens('x'.repeat(32_000))).toBeGreaterThan(32_000 / 128);
+describe('truncateToTokens', () => {
+  /** The former greedy definition: add words while the prefix (trailing space trimmed) fits. */
+  function greedy(text: string, max: number): { text: string; truncated: boolean } {
+    if (countTokens(text) <= max) return { text, truncated: false };
+    let out = '';
+    for (const part of text.match(/\S+\s*/g) ?? []) {
+      if (countTokens((out + part).trimEnd()) > max) break;
+      out += part;
+    }
+    return { text: out.trimEnd(), truncated: true };
+  }
+
+  it.each([
+    ['ten words', 'one two three four five six seven eight nine ten', 3],
+    ['leading spaces', '  leading spaces are dropped when cutting', 2],
+    ['mixed scripts', 'Streams are an abstraction for data; émoji 🚀 数据流 and more words after it', 9],
+    ['one long word', 'unbreakable'.repeat(20), 5],
+    ['a text that fits', 'short', 10],
+    ['500 words at 0', 'word '.repeat(500), 0],
+  ])('cuts %s (%#) like the greedy word-by-word definition', (_label, text, max) => {
+    expect(truncateToTokens(text, max)).toEqual(greedy(text, max));
+  });
+
+  it('keeps whole words within the cap', () => {
+    expect(truncateToTokens('one two three four five', 3)).toEqual({ text: 'one two three', truncated: true });
   });
 });

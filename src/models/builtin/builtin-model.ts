@@ -176,14 +176,16 @@ function candidates(terms: Set<string>, passages: Passage[]): Candidate[] {
   passages.forEach((p, pi) => {
     // Bonuses stay below 1 in total so they only break ties between equal term counts.
     const rankBonus = 0.3 / (pi + 1);
+    // Loops run over the passage's words, never over the question's terms: a 32,000-character
+    // question can hold thousands of terms, a passage sentence only a few dozen words.
     const headingStems = stemSet(`${p.title} ${p.heading}`);
     let headingHits = 0;
-    for (const t of terms) if (headingStems.has(t)) headingHits++;
+    for (const h of headingStems) if (terms.has(h)) headingHits++;
     const headingBonus = Math.min(0.45, 0.15 * headingHits);
     passageSentences(p.text).forEach((raw, si) => {
       const stems = stemSet(raw);
       const hit = new Set<string>();
-      for (const t of terms) if (stems.has(t)) hit.add(t);
+      for (const st of stems) if (terms.has(st)) hit.add(st);
       if (hit.size === 0) return;
       const text = clip(raw);
       const key = text.toLowerCase();

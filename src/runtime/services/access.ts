@@ -10,8 +10,8 @@ export class AccessService {
 
   /**
    * The caller of a request with these (lower-cased) headers and query. Throws AppError 401
-   * (`missing_credentials`, `invalid_api_key`, `revoked_api_key`) or 400 (`malformed_request` for two
-   * Authorization headers, which the transport reports as an array).
+   * (`missing_credentials`, `invalid_api_key`, `revoked_api_key`). A request with two Authorization
+   * headers never gets here: the transport refuses it with 400 `malformed_request`.
    */
   authenticate(headers: Record<string, string>, query: URLSearchParams): Promise<Principal> {
     return authenticateApiKey(this.store.apiKeys, headers.authorization, query);

@@ -1,12 +1,29 @@
 import { STOPWORDS } from '../../text/stopwords.js';
 
+/** Most distinct words a retrieval query keeps. */
+export const MAX_QUERY_WORDS = 32;
 /**
- * An FTS5 MATCH expression for free text: each distinct word (Unicode letters/digits, lower-cased,
- * stopwords dropped, at most 32) quoted and OR-ed, so punctuation or FTS syntax in user text can never
- * form an operator. Returns '' when no word is left (the caller then returns no passages).
+ * Longest word a retrieval query keeps, characters. A longer "word" (a whitespace-free run of CJK, or
+ * a pasted blob) can only match an identical index token, and FTS5 would have to tokenize it whole.
+ */
+export const MAX_QUERY_WORD_CHARS = 64;
+
+/**
+ * An FTS5 MATCH expression for free text: each distinct word (Unicode letters/digits/underscore,
+ * lower-cased, stopwords and words over {@link MAX_QUERY_WORD_CHARS} characters dropped, the first
+ * {@link MAX_QUERY_WORDS} kept) quoted and OR-ed, so punctuation or FTS syntax in user text can never
+ * form an operator. The scan stops once enough words are kept, so a 32,000-character message costs
+ * no more than its first few hundred words. Returns '' when no word is left (the caller then returns
+ * no passages).
  */
 export function toFtsQuery(text: string): string {
-  const words = text.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
-  const kept = [...new Set(words.filter((w) => !STOPWORDS.has(w)))].slice(0, 32);
-  return kept.map((w) => `"${w}"`).join(' OR ');
+  const kept = new Set<string>();
+  const word = /[\p{L}\p{N}_]+/gu;
+  const lower = text.toLowerCase();
+  let m: RegExpExecArray | null;
+  while (kept.size < MAX_QUERY_WORDS && (m = word.exec(lower)) !== null) {
+    const w = m[0];
+    if (w.length <= MAX_QUERY_WORD_CHARS && !STOPWORDS.has(w)) kept.add(w);
+  }
+  return [...kept].map((w) => `"${w}"`).join(' OR ');
 }

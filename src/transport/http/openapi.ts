@@ -81,9 +81,22 @@ export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
         responses[key] = content ? { description: res.description, content } : { description: res.description };
       }
     }
-    if (r.auth !== 'none') responses['401'] ??= { description: 'Missing, malformed, unknown or revoked API key', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    const error = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
+    if (r.auth !== 'none') responses['401'] ??= { description: 'Missing, malformed, unknown or revoked API key', content: error };
+    if (r.body && r.body !== 'raw') {
+      responses['400'] ??= { description: 'invalid_json, or validation_failed (also: nesting deeper than 64 levels, lone UTF-16 surrogates)', content: error };
+      responses['413'] ??= { description: 'body_too_large', content: error };
+      responses['415'] ??= { description: 'unsupported_content_type: a non-empty body needs Content-Type application/json', content: error };
+    }
     op.responses = responses;
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+    if (r.method === 'GET') {
+      // HEAD works wherever GET does (API.md "Conventions"): same status and headers, no body.
+      const headResponses = Object.fromEntries(Object.entries(responses).map(([status, res]) => [status, { description: (res as { description: string }).description }]));
+      paths[r.path]!.head = {
+        ...op, summary: `${r.summary} (headers only)`, operationId: `head${(op.operationId as string).slice(3)}`, responses: headResponses,
+      };
+    }
   }
   return {
     openapi: '3.1.0',

@@ -14,7 +14,9 @@ export type RouteMatch =
 /**
  * Matches method + path against route templates (`/v1/agents/{agent_id}`). Literal segments win over
  * parameters because routes are tried in registration order, which lists literals first where they
- * overlap. Path params are percent-decoded; a param never spans a `/`.
+ * overlap. Path params are percent-decoded; a param never spans a `/`. `HEAD` matches the `GET` route
+ * of a path (API.md "Conventions": HEAD works wherever GET does; RFC 9110 section 9.3.2) and is listed
+ * in `allow` wherever GET is.
  */
 export class Router {
   private readonly routes: CompiledRoute[];
@@ -31,11 +33,16 @@ export class Router {
   }
 
   match(method: string, path: string): RouteMatch {
+    const wanted = method === 'HEAD' ? 'GET' : method;
     const allow: string[] = [];
     for (const c of this.routes) {
       const m = c.pattern.exec(path);
       if (!m) continue;
-      if (c.route.method !== method) { allow.push(c.route.method); continue; }
+      if (c.route.method !== wanted) {
+        allow.push(c.route.method);
+        if (c.route.method === 'GET') allow.push('HEAD');
+        continue;
+      }
       const params: Record<string, string> = {};
       for (let i = 0; i < c.names.length; i++) {
         try { params[c.names[i]!] = decodeURIComponent(m[i + 1]!); } catch { return { ok: false, reason: 'not_found' }; }

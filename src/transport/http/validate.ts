@@ -22,9 +22,91 @@ export function validate<T>(schema: ZodType<T>, value: unknown, where: 'body' | 
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** Deepest nesting of arrays and objects a JSON request body may have, levels (API.md "Conventions"). */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Throws AppError `unsupported_content_type` (415) unless `header` is `application/json` (RFC 8259
+ * section 11; API.md "Conventions": a JSON body needs it). The media type is matched
+ * case-insensitively (RFC 9110 section 8.3.1) and parameters are allowed, but a `charset` other than
+ * UTF-8 is refused: the body is always read as UTF-8 (RFC 8259 section 8.1).
+ */
+export function requireJsonContentType(header: string | undefined): void {
+  const [type = '', ...params] = (header ?? '').split(';');
+  const media = type.trim().toLowerCase();
+  if (media !== 'application/json') {
+    throw new AppError('unsupported_content_type', header === undefined
+      ? 'A JSON body needs "Content-Type: application/json".'
+      : `Content-Type ${JSON.stringify(media)} is not supported here; send the body as application/json.`);
+  }
+  for (const param of params) {
+    const eq = param.indexOf('=');
+    if (eq < 0 || param.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    const charset = param.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    if (charset !== 'utf-8' && charset !== 'utf8') {
+      throw new AppError('unsupported_content_type', `JSON bodies are read as UTF-8; charset ${JSON.stringify(charset)} is not supported.`);
+    }
+  }
+}
+
+/** The value of 4 hex digits at `text[at..at+4)`, or -1. */
+function hex4(text: string, at: number): number {
+  const digits = text.slice(at, at + 4);
+  return /^[0-9a-fA-F]{4}$/.test(digits) ? Number.parseInt(digits, 16) : -1;
+}
+
+function bodyRefused(message: string, detail: string): AppError {
+  return new AppError('validation_failed', message, { errors: [{ path: 'body', message: detail }] });
+}
+
+/**
+ * Checks the raw text of a JSON body before it is parsed, in one pass with no recursion (so its cost
+ * is linear in the size of the body and no input can exhaust the stack):
+ * - arrays/objects nested deeper than {@link MAX_JSON_DEPTH} levels (brackets inside strings do not count);
+ * - `\u` escapes that leave a lone UTF-16 surrogate in a string or a key (a high surrogate not
+ *   followed by a low one, or a low one on its own): JSON.parse would accept them (RFC 8259 section
+ *   8.2 leaves them undefined) and they would be stored as text that is not valid Unicode. They are
+ *   refused, never replaced (API.md "Conventions").
+ * Malformed JSON is left to JSON.parse. Throws AppError `validation_failed` (400), path `body`.
+ */
+export function checkJsonText(text: string): void {
+  let depth = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) { // "
+      for (i++; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x22) break;
+        if (d !== 0x5c) continue; // not a backslash
+        if (text.charCodeAt(i + 1) !== 0x75) { i++; continue; } // \" \\ \n ...: skip the escaped char
+        const unit = hex4(text, i + 2);
+        if (unit >= 0xd800 && unit <= 0xdbff) {
+          const low = text.charCodeAt(i + 6) === 0x5c && text.charCodeAt(i + 7) === 0x75 ? hex4(text, i + 8) : -1;
+          if (low < 0xdc00 || low > 0xdfff) {
+            throw bodyRefused('The request body holds a lone UTF-16 surrogate.', `lone surrogate \\u${text.slice(i + 2, i + 6)} at character ${i}`);
+          }
+          i += 11;
+        } else if (unit >= 0xdc00 && unit <= 0xdfff) {
+          throw bodyRefused('The request body holds a lone UTF-16 surrogate.', `lone surrogate \\u${text.slice(i + 2, i + 6)} at character ${i}`);
+        } else {
+          i += 5;
+        }
+      }
+    } else if (c === 0x7b || c === 0x5b) { // { [
+      if (++depth > MAX_JSON_DEPTH) {
+        throw bodyRefused(`The request body nests deeper than ${MAX_JSON_DEPTH} levels.`, `nesting deeper than ${MAX_JSON_DEPTH} levels`);
+      }
+    } else if (c === 0x7d || c === 0x5d) { // } ]
+      depth--;
+    }
+  }
+}
+
 /**
  * Parses a JSON body; throws AppError `invalid_json` (400) when it is not UTF-8 (RFC 8259 section 8.1:
- * JSON exchanged between systems is UTF-8; invalid bytes are refused, never replaced) or not JSON.
+ * JSON exchanged between systems is UTF-8; invalid bytes are refused, never replaced) or not JSON,
+ * and `validation_failed` (400) when it nests too deep or holds lone surrogates ({@link checkJsonText}).
  * Empty body -> `{}`.
  */
 export function parseJson(body: Buffer | null): unknown {
@@ -35,6 +117,7 @@ export function parseJson(body: Buffer | null): unknown {
   } catch {
     throw new AppError('invalid_json', 'The request body is not valid UTF-8.');
   }
+  checkJsonText(text);
   try {
     return JSON.parse(text);
   } catch {

@@ -1,11 +1,16 @@
+import type { Logger } from '../../log/logger.js';
 import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
 
 /** Where SSE bytes go: the transport's response, already carrying status and headers. */
 export interface SseSink {
-  /** Writes a chunk; returns false when the socket is backpressured (the chunk is still buffered). */
-  write(chunk: string): boolean;
+  /**
+   * Hands a chunk to the connection. Never blocks and never drops: what the socket cannot take yet
+   * is kept (and counted in `bufferedBytes`) until it can.
+   */
+  write(chunk: string): void;
+  /** Ends the response after everything written so far. */
   end(): void;
-  /** Bytes buffered but not yet sent, for the slow-consumer cap. */
+  /** Bytes handed to `write` that the socket has not taken yet (kept by the sink or the server), bytes. */
   bufferedBytes(): number;
   /** Force-closes the connection. */
   abort(): void;
@@ -16,23 +21,61 @@ export function sseFrame(turnId: string, seq: number, json: string): string {
   return `id: ${turnId}:${seq}\ndata: ${json}\n\n`;
 }
 
+/** The heartbeat comment (API.md "Chat": `: ping` comment lines keep idle streams open). */
+export const SSE_PING = ': ping\n\n';
+
+/** Default slow-consumer bound of {@link SseHub}, bytes (4 MiB). */
+export const DEFAULT_SSE_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+/** Options of {@link SseHub}. */
+export interface SseHubOptions {
+  /** A stream with no write for this long gets a `: ping` comment, ms. */
+  heartbeatMs: number;
+  /**
+   * A client whose connection has more than this many bytes not yet taken by its socket (events
+   * and pings alike) is disconnected, bytes. Default {@link DEFAULT_SSE_MAX_BUFFERED_BYTES}.
+   */
+  maxBufferedBytes?: number;
+  /** Receives one `warn` line per slow client disconnected. */
+  logger?: Logger;
+}
+
 interface LiveStream {
   sink: SseSink;
+  turnId: string;
   lastWriteAt: number;
+  /** Ended, disconnected or detached: nothing more is written. */
+  closed: boolean;
+  /** The channel subscription; undefined while `subscribe` is still replaying. */
+  unsubscribe: (() => void) | undefined;
 }
 
 /**
  * Writes turn channels as Server-Sent Events (WHATWG HTML "Server-sent events") and keeps idle streams
  * open with `: ping` comments. One timer serves every live stream: a per-stream timer would cost a
- * timer object and a wake-up per connection. A client that lets more than `maxBufferedBytes` pile up
- * is disconnected (the turn goes on; the reply is stored).
+ * timer object and a wake-up per connection.
+ *
+ * Slow consumers: after every write (event or ping) the sink's `bufferedBytes()` is compared with
+ * `maxBufferedBytes`; past it the client is disconnected and a warning is logged. Only the
+ * subscription ends: the turn runs on and its reply is stored (DESIGN.md "A client that disconnects
+ * only unsubscribes"), so the client can fetch the messages (SPEC.md 4 rule 5).
  */
 export class SseHub {
   private readonly live = new Set<LiveStream>();
   private readonly timer: NodeJS.Timeout;
+  private readonly heartbeatMs: number;
+  private readonly maxBufferedBytes: number;
+  private readonly logger: Logger | undefined;
 
-  constructor(private readonly heartbeatMs: number, private readonly maxBufferedBytes = 4 * 1024 * 1024) {
-    this.timer = setInterval(() => this.heartbeat(), heartbeatMs).unref();
+  /** @throws RangeError when `maxBufferedBytes` is not a positive integer. */
+  constructor(opts: SseHubOptions) {
+    this.heartbeatMs = opts.heartbeatMs;
+    this.maxBufferedBytes = opts.maxBufferedBytes ?? DEFAULT_SSE_MAX_BUFFERED_BYTES;
+    if (!Number.isInteger(this.maxBufferedBytes) || this.maxBufferedBytes < 1) {
+      throw new RangeError(`maxBufferedBytes must be a positive integer, got ${String(opts.maxBufferedBytes)}`);
+    }
+    this.logger = opts.logger;
+    this.timer = setInterval(() => this.heartbeat(), this.heartbeatMs).unref();
   }
 
   /**
@@ -40,39 +83,30 @@ export class SseHub {
    * Returns the function to call when the client goes away (it only unsubscribes).
    */
   attach(sink: SseSink, channel: TurnChannel, afterSeq: number): () => void {
-    const stream: LiveStream = { sink, lastWriteAt: Date.now() };
+    const stream: LiveStream = { sink, turnId: channel.turnId, lastWriteAt: Date.now(), closed: false, unsubscribe: undefined };
     this.live.add(stream);
-    const turnId = channel.turnId;
-    let closed = false;
     const unsubscribe = channel.subscribe({
       onEvent: (seq, _event, json) => {
-        if (closed) return;
-        stream.lastWriteAt = Date.now();
-        if (!sink.write(sseFrame(turnId, seq, json)) && sink.bufferedBytes() > this.maxBufferedBytes) {
-          closed = true;
-          this.live.delete(stream);
-          sink.abort();
-        }
+        if (!stream.closed) this.send(stream, sseFrame(stream.turnId, seq, json));
       },
       onEnd: () => {
-        if (closed) return;
-        closed = true;
-        this.live.delete(stream);
+        if (stream.closed) return;
+        this.detach(stream);
         sink.end();
       },
     }, afterSeq);
     if (unsubscribe === undefined) {
       // The events after `afterSeq` are no longer kept (the caller checked, but not in this tick): end.
-      closed = true;
-      this.live.delete(stream);
-      sink.end();
+      if (!stream.closed) {
+        this.detach(stream);
+        sink.end();
+      }
       return () => {};
     }
-    return () => {
-      closed = true;
-      this.live.delete(stream);
-      unsubscribe();
-    };
+    stream.unsubscribe = unsubscribe;
+    // Disconnected (too slow) during the replay inside `subscribe`, before the unsubscribe existed.
+    if (stream.closed) unsubscribe();
+    return () => this.detach(stream);
   }
 
   /** Live SSE streams. */
@@ -80,16 +114,36 @@ export class SseHub {
     return this.live.size;
   }
 
+  /** Writes `chunk` and disconnects the client when its buffered bytes pass the bound. */
+  private send(stream: LiveStream, chunk: string): void {
+    stream.lastWriteAt = Date.now();
+    stream.sink.write(chunk);
+    const buffered = stream.sink.bufferedBytes();
+    if (buffered <= this.maxBufferedBytes) return;
+    this.detach(stream);
+    this.logger?.warn(
+      { turn_id: stream.turnId, buffered_bytes: buffered, max_buffered_bytes: this.maxBufferedBytes },
+      'SSE client too slow: disconnected (the turn goes on and its reply is stored)',
+    );
+    stream.sink.abort();
+  }
+
+  /** Stops writing to `stream` and drops its subscription (idempotent). */
+  private detach(stream: LiveStream): void {
+    if (stream.closed) return;
+    stream.closed = true;
+    this.live.delete(stream);
+    stream.unsubscribe?.();
+  }
+
   private heartbeat(): void {
     const cutoff = Date.now() - this.heartbeatMs;
     for (const s of this.live) {
-      if (s.lastWriteAt <= cutoff) {
-        s.lastWriteAt = Date.now();
-        s.sink.write(': ping\n\n');
-      }
+      if (s.lastWriteAt <= cutoff) this.send(s, SSE_PING);
     }
   }
 
+  /** Stops the heartbeat timer (shutdown). */
   close(): void {
     clearInterval(this.timer);
   }

@@ -1,0 +1,87 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { TurnChannel } from '../../src/runtime/turn/turn-channel.js';
+import { SSE_PING, SseHub, type SseSink } from '../../src/transport/sse/sse-writer.js';
+
+/** A sink whose socket never takes anything: every byte written stays buffered. */
+function stuckSink() {
+  const sink = {
+    written: [] as string[],
+    ended: 0,
+    aborted: 0,
+    buffered: 0,
+    write(chunk: string) { sink.written.push(chunk); sink.buffered += Buffer.byteLength(chunk); },
+    end() { sink.ended++; },
+    bufferedBytes() { return sink.buffered; },
+    abort() { sink.aborted++; },
+  };
+  return sink satisfies SseSink;
+}
+
+const channel = () => new TurnChannel('turn_1', 'conv_1', 'org_1', { maxChars: 1_000_000 });
+
+describe('SseHub slow-consumer bound', () => {
+  let hub: SseHub | undefined;
+  const warnings: unknown[][] = [];
+  const logger = { warn: (...args: unknown[]) => { warnings.push(args); } } as never;
+
+  beforeEach(() => { vi.useFakeTimers(); warnings.length = 0; });
+  afterEach(() => { hub?.close(); vi.useRealTimers(); });
+
+  it('counts heartbeats: a stuck idle stream is cut once its pings pass the bound', () => {
+    hub = new SseHub({ heartbeatMs: 100, maxBufferedBytes: 3 * SSE_PING.length, logger });
+    const ch = channel();
+    const sink = stuckSink();
+    hub.attach(sink, ch, 0);
+    vi.advanceTimersByTime(350);
+    expect(sink.written).toEqual([SSE_PING, SSE_PING, SSE_PING]);
+    expect(sink.aborted).toBe(0);
+    vi.advanceTimersByTime(100);
+    expect(sink.written).toEqual([SSE_PING, SSE_PING, SSE_PING, SSE_PING]);
+    expect(sink.aborted).toBe(1);
+    expect(hub.size).toBe(0);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]![0]).toEqual({ turn_id: 'turn_1', buffered_bytes: 4 * SSE_PING.length, max_buffered_bytes: 3 * SSE_PING.length });
+    // Nothing more reaches the cut stream, and the channel no longer holds it.
+    vi.advanceTimersByTime(1000);
+    ch.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' });
+    expect(sink.written).toHaveLength(4);
+    expect(ch.subscriberCount).toBe(0);
+  });
+
+  it('cuts only the stuck subscriber; the turn and a reading subscriber go on to the end', () => {
+    hub = new SseHub({ heartbeatMs: 60_000, maxBufferedBytes: 200, logger });
+    const ch = channel();
+    const stuck = stuckSink();
+    const reading = stuckSink();
+    reading.bufferedBytes = () => 0;
+    hub.attach(stuck, ch, 0);
+    hub.attach(reading, ch, 0);
+    ch.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' });
+    for (let i = 0; i < 5; i++) ch.emit({ type: 'token', delta: 'x'.repeat(40) });
+    ch.emit({ type: 'done', finish_reason: 'stop' });
+    expect(stuck.aborted).toBe(1);
+    expect(stuck.ended).toBe(0);
+    expect(stuck.written.length).toBeLessThan(7);
+    expect(reading.written).toHaveLength(7);
+    expect(reading.written.at(-1)).toBe('id: turn_1:7\ndata: {"type":"done","finish_reason":"stop"}\n\n');
+    expect(reading.ended).toBe(1);
+    expect(reading.aborted).toBe(0);
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('can cut a stream during the replay of a late subscriber, and then holds no subscription', () => {
+    hub = new SseHub({ heartbeatMs: 60_000, maxBufferedBytes: 100, logger });
+    const ch = channel();
+    ch.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' });
+    for (let i = 0; i < 5; i++) ch.emit({ type: 'token', delta: 'y'.repeat(40) });
+    const late = stuckSink();
+    hub.attach(late, ch, 0);
+    expect(late.aborted).toBe(1);
+    expect(ch.subscriberCount).toBe(0);
+    expect(hub.size).toBe(0);
+  });
+
+  it('refuses a bound that is not a positive integer', () => {
+    expect(() => new SseHub({ heartbeatMs: 100, maxBufferedBytes: 0 })).toThrow(RangeError);
+  });
+});
