@@ -26,19 +26,20 @@ export const inProcessTokenCounter: TokenCounter = {
 };
 
 /**
- * Counts in one dedicated worker thread (src/models/token-count.worker.ts, compiled), so the rank
- * table's heap and the BPE work stay off the event loop. The worker loads the table at once, in the
- * background. Rejects what the worker throws.
+ * Counts in one worker thread (src/models/token-count.worker.ts, compiled), so the rank table's heap and
+ * the BPE work stay off the event loop. The thread starts on the first count (loading the table takes
+ * about 0.3 s of its CPU, paid by that first count) and stops after `idleMs` without counts, so a server
+ * whose providers report usage never holds the table (≈23 MB of heap plus a thread). Rejects what the
+ * worker throws.
  *
+ * @param idleMs the worker stops after this long without a count, ms (default 5 minutes).
  * @throws Error when the compiled worker is missing (run `npm run build`).
  */
-export function createWorkerTokenCounter(): TokenCounter {
+export function createWorkerTokenCounter(idleMs = 5 * 60_000): TokenCounter {
   const pool = new Piscina({
     filename: compiledWorkerUrl(import.meta.url, 'token-count.worker.js').href,
-    minThreads: 1, maxThreads: 1, idleTimeout: Number.POSITIVE_INFINITY,
+    minThreads: 0, maxThreads: 1, idleTimeout: idleMs,
   });
-  // Warm up: the first count parses the rank table (~0.5 s of CPU) in the worker, not in a turn.
-  pool.run({ messages: [], texts: ['warm up'] }).catch(() => {});
   return {
     count: (messages, texts) => pool.run({ messages, texts }) as Promise<number>,
     truncate: (text, max) => pool.run({ text, max }, { name: 'truncate' }) as Promise<{ text: string; truncated: boolean }>,

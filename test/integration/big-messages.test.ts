@@ -39,7 +39,7 @@ const oneShot = async (message: string): Promise<{ status: number; body: OneShot
 
 describe('32,000-character messages of CJK and emoji', () => {
   it.each([
-    // input_tokens: the o200k_base tokens of the message (js-tiktoken's count) + 4 for the message wrapper.
+    // input_tokens: the o200k_base tokens of the message (tiktoken's count) + 4 for the message wrapper.
     ['32,000 CJK characters without a space', '漢'.repeat(32_000), 32_004],
     ['16,000 emoji (32,000 UTF-16 units)', '😀'.repeat(16_000), 16_004],
     ['32,000 characters of Japanese with spaces', '東京の天気は晴れです、明日は雨かもしれません。 '.repeat(1400).slice(0, 32_000), 22_672],

@@ -215,7 +215,7 @@ describe('chat request validation', () => {
   });
 
   it('a long whitespace-free message (6000 chars, well under the limit) does not stall the server', async () => {
-    // Token counting of one long "word" is quadratic in js-tiktoken and runs on the event loop.
+    // BPE is quadratic in the length of one pre-token: a long "word" must be counted piecewise.
     let done = false;
     const started = performance.now();
     const turn = chat({ message: 'a'.repeat(6000) }).then(async (r) => { await r.arrayBuffer(); done = true; return r.status; });

@@ -31,6 +31,17 @@ describe('countTokens (o200k_base)', () => {
     }
   });
 
+  it('counts runs longer than 64 characters of one kind in 64-character pieces (linear for any script)', () => {
+    // Exact where a piece boundary splits nothing that BPE would merge: one token per CJK character or emoji.
+    expect(countTokens('漢'.repeat(32_000))).toBe(32_000);
+    expect(countTokens('😀'.repeat(16_000))).toBe(16_000);
+    // 500 pieces of 64: 8 tokens of 'aaaaaaaa' each; 500 pieces of 64 spaces: 1 token each.
+    expect(countTokens('a'.repeat(32_000))).toBe(4_000);
+    expect(countTokens(' '.repeat(32_000))).toBe(500);
+    // Short runs are counted whole: 'word ' x 100 is 'word' + 99 x ' word' + a trailing space.
+    expect(countTokens('word '.repeat(100))).toBe(101);
+  });
+
   it('gives the same count on every call (the encoder is built once and reused)', () => {
     for (let i = 0; i < 50; i++) expect(countTokens('repeatable input')).toBe(3);
   });
