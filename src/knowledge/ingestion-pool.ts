@@ -8,13 +8,15 @@ import type { IngestResult, IngestTask } from './types.js';
 
 /** Options of {@link IngestionPool}. */
 export interface IngestionPoolOptions {
-  /** Worker threads, an integer >= 1; all are started up front and kept. */
+  /** Most worker threads, an integer >= 1. They start when documents arrive and stop after `idleMs` without work. */
   threads: number;
   /**
    * Called with errors the pool reports outside of a task (a worker dying while idle). Without it
    * they are ignored: the pool replaces the worker and keeps serving.
    */
   onError?: (err: unknown) => void;
+  /** An idle worker stops after this long, ms (default 60 s): a server that ingests nothing holds no worker. */
+  idleMs?: number;
   /** Worker module URL; defaults to {@link resolveIngestWorkerUrl}(). For tests. */
   workerUrl?: URL;
 }
@@ -63,9 +65,9 @@ export class IngestionPool {
     this.#piscina = new Piscina<IngestTask, IngestResult>({
       filename: workerUrl.href,
       name: 'default',
-      minThreads: opts.threads,
+      minThreads: 0,
       maxThreads: opts.threads,
-      idleTimeout: Infinity,
+      idleTimeout: opts.idleMs ?? 60_000,
     });
     const onError = opts.onError;
     // Piscina emits 'error' for failures outside a task; an unhandled 'error' event would crash the process.
