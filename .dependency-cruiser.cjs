@@ -6,7 +6,7 @@
  *   shared = config, errors, events, ids, log, metrics, text, vocabulary, workers
  *   actors/ (pure XState machines): xstate, actors/ and types from src/vocabulary only
  *
- * The composition root (src/main.ts, src/parley.ts, src/bootstrap/, src/cli/) may import anything.
+ * The composition root (src/main.ts, src/parley.ts, src/process-policy.ts, src/bootstrap/, src/cli/) may import anything.
  * Transport may name the records of lower layers in types (views), never call into them.
  */
 const SHARED = '^src/(config|errors|events|ids|log|metrics|text|vocabulary|workers)/';
@@ -14,7 +14,7 @@ const STORE = '^src/store/';
 const DOMAIN = '^src/(auth|knowledge|models|moderation|tools)/';
 const RUNTIME = '^src/runtime/';
 const TRANSPORT = '^src/transport/';
-const ROOT = ['^src/(main|parley)[.]ts$', '^src/(bootstrap|cli)/'];
+const ROOT = ['^src/(main|parley|process-policy)[.]ts$', '^src/(bootstrap|cli)/'];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { bootstrapIfEmpty, CREDENTIALS_FILE } from './bootstrap/first-run.js';
 import { loadConfig } from './config/config.js';
 import { startParley } from './parley.js';
+import { installFailurePolicy } from './process-policy.js';
 
 /**
  * CLI entry (`npm start`): reads the environment, starts the server, bootstraps an empty data dir
@@ -13,6 +14,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env, projectRoot);
   const parley = await startParley(config);
   const { logger } = parley;
+  installFailurePolicy(parley.logger, () => parley.close());
 
   // Registered before the (possibly slow) first-run bootstrap, so a SIGTERM always drains.
   let stopping = false;

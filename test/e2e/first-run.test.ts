@@ -67,14 +67,24 @@ describe('npm start on an empty data dir', () => {
     const creds = await credentialsOf(dataDir);
     const headers = { authorization: `Bearer ${creds.api_key}`, 'content-type': 'application/json' };
     let signalled = false;
+    let tokensAfterSignal = 0;
+    /** A new connection attempted while the server drains (the turn still streaming): it must be refused. */
+    let probe: Promise<string> | undefined;
     const streamed = readSse(`${srv.url}/v1/agents/${creds.agent_id}/chat`, { method: 'POST', headers, body: JSON.stringify({ message: 'What is the format of an API key?', stream: true }) }, (ev) => {
-      if (ev.data.type === 'token' && !signalled) { signalled = true; srv.child.kill('SIGTERM'); }
+      if (ev.data.type !== 'token') return;
+      if (!signalled) { signalled = true; srv.child.kill('SIGTERM'); return; }
+      tokensAfterSignal++;
+      if (tokensAfterSignal === 2) {
+        probe = fetch(`${srv.url}/healthz`).then((r) => `answered ${r.status}`, (err: Error) => `refused: ${String((err.cause as { code?: string } | undefined)?.code ?? err.message)}`);
+      }
     });
     const { events } = await streamed;
     expect(signalled).toBe(true);
+    // The turn went on streaming after the signal, and the probe ran while it did.
+    expect(tokensAfterSignal).toBeGreaterThan(2);
+    expect(await probe).toBe('refused: ECONNREFUSED');
     expect(events.at(-1)!.data).toEqual({ type: 'done', finish_reason: 'stop' });
     expect(await exitOf(srv.child)).toBe(0);
-    await expect(fetch(`${srv.url}/healthz`)).rejects.toThrow();
     const messageId = events.find((e) => e.data.type === 'message')!.data.message_id;
     const db = new Database(join(dataDir, 'parley.db'), { readonly: true });
     try {
