@@ -1,7 +1,6 @@
 import { Piscina } from 'piscina';
 import { compiledWorkerUrl } from '../workers/worker-file.js';
 import type { ModelMessage } from './port.js';
-import { countMessageTokens, countTokens, truncateToTokens } from './tokenizer.js';
 
 /** Counts usage tokens (o200k_base) for providers that do not report them, and for the builtin model. */
 export interface TokenCounter {
@@ -12,14 +11,19 @@ export interface TokenCounter {
   close(): Promise<void>;
 }
 
-/** Counts in the calling thread (tests, tools). The server uses {@link createWorkerTokenCounter}. */
+/**
+ * Counts in the calling thread (tests, tools). The server uses {@link createWorkerTokenCounter}. The
+ * tokenizer (≈23 MB of heap) is loaded on the first count, so importing this module costs nothing.
+ */
 export const inProcessTokenCounter: TokenCounter = {
   async count(messages, texts) {
+    const { countMessageTokens, countTokens } = await import('./tokenizer.js');
     let total = messages.length > 0 ? countMessageTokens(messages) : 0;
     for (const text of texts) total += countTokens(text);
     return total;
   },
   async truncate(text, max) {
+    const { truncateToTokens } = await import('./tokenizer.js');
     return truncateToTokens(text, max);
   },
   async close() {},
