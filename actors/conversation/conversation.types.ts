@@ -1,5 +1,5 @@
 import type { ConversationStatus } from '../../src/vocabulary/conversation.js';
-import type { TurnHandle, TurnOutput } from '../turn/turn.types.js';
+import type { TurnEnded, TurnHandle, TurnOutput } from '../turn/turn.types.js';
 
 export type { ConversationStatus };
 
@@ -38,4 +38,6 @@ export type ConversationEvent =
   | { type: 'turn.withdrawn'; turnId: string }
   /** Stop the running turn (client cancel); with `turnId`, only if that turn is the running one. */
   | { type: 'turn.cancel'; turnId?: string }
+  /** Sent by the running turn actor when it is over. */
+  | TurnEnded
   | { type: 'conversation.close' };

@@ -1,7 +1,8 @@
 /**
- * Types of the turn machine: one agent reply (DESIGN.md "One chat turn, as data"). The machine sees the
- * turn's lifecycle (started, generating, tools, finishing, ended), never a token: tokens go straight
- * from the model to the turn's fan-out channel inside the runtime.
+ * Types of a turn: one agent reply (DESIGN.md "One chat turn, as data"). A turn is one actor: a callback
+ * invoked by its conversation's machine (actors/conversation/), whose work is plain async code in the
+ * runtime (src/runtime/turn/turn-runner.ts). The machine sees the turn start (the invoke) and end
+ * (`turn.ended`), and can cancel it; it never sees a token.
  */
 import type { FinishReason, TurnError } from '../../src/vocabulary/turn.js';
 
@@ -9,55 +10,31 @@ export type { FinishReason, TurnError };
 
 /**
  * The runtime's turn object as the machines see it: opaque but for its id. The machines pass it on
- * (queue -> turn actor input -> the invoked `run` callback) and never look inside.
+ * (queue -> the invoked turn actor's input) and never look inside.
  */
 export interface TurnHandle {
   readonly id: string;
 }
 
+/** The turn actor's input: the turn object and the tool-loop bound (model calls, >= 1). */
 export interface TurnInput {
   turn: TurnHandle;
-  /** Model calls allowed in the tool loop (>= 1). */
   maxSteps: number;
 }
 
-/** Which part of the turn is running. */
-export type TurnPhase = 'preparing' | 'generating' | 'runningTools' | 'finishing';
+/** What the conversation machine may send to the running turn actor. */
+export type TurnCommand = { type: 'cancel' };
 
-export interface TurnContext {
-  turn: TurnHandle;
-  maxSteps: number;
-  /** Generation steps started so far. */
-  step: number;
-  finishReason: FinishReason | null;
-  error: TurnError | null;
-}
-
-/** Lifecycle events the `run` callback sends back to the machine, and `cancel` from outside. */
-export type TurnEvent =
-  /** A model call starts (`step` counts from 1). */
-  | { type: 'turn.generating'; step: number }
-  /** The model asked for tools; they run now. */
-  | { type: 'turn.tools'; count: number }
-  /** Generation is over: safety check, then the reply is stored. */
-  | { type: 'turn.finishing' }
-  /** The reply is stored and `done` was emitted. */
-  | { type: 'turn.succeeded'; finishReason: FinishReason }
-  /** The turn failed (an `error` event was emitted) or was withdrawn before it could answer. */
-  | { type: 'turn.failed'; error: TurnError }
-  /** Stop the turn (client cancel): the reply so far is kept with finish reason `cancelled`. */
-  | { type: 'cancel' };
-
-/** The `run` callback's input: the turn object and the tool-loop bound. */
-export interface TurnRunInput {
-  turn: TurnHandle;
-  maxSteps: number;
-}
-
-/** Output of the turn actor when it reaches a final state. */
+/** How a turn ended. */
 export type TurnOutput =
   | { turnId: string; outcome: 'succeeded'; finishReason: FinishReason }
   | { turnId: string; outcome: 'failed'; error: TurnError };
+
+/** What the turn actor sends its conversation when it is over (exactly once). */
+export interface TurnEnded {
+  type: 'turn.ended';
+  output: TurnOutput;
+}
 
 /** What one generation step ended with, as the turn rules see it. */
 export interface StepOutcome {

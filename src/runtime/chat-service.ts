@@ -1,5 +1,4 @@
 import { conversationMachine } from '../../actors/conversation/conversation.machine.js';
-import { turnMachine } from '../../actors/turn/turn.machine.js';
 import { AppError } from '../errors/app-error.js';
 import type { EventBus } from '../events/event-bus.js';
 import { newId } from '../ids/ids.js';
@@ -72,15 +71,11 @@ export class ChatService {
     });
     this.lag = new LoopLagMonitor();
     this.admission = new AdmissionControl(opts.admission, this.lag);
-    const turnLogic = turnMachine.provide({
-      actors: {
-        run: createTurnRunLogic({
-          store: opts.store, models: opts.models, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
-          retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40,
-          ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
-          ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
-        }),
-      },
+    const turnLogic = createTurnRunLogic({
+      store: opts.store, models: opts.models, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
+      retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40,
+      ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
+      ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
     });
     const logic = (opts.conversationLogic ?? conversationMachine).provide({ actors: { turn: turnLogic } });
     this.supervisor = new Supervisor({
@@ -116,7 +111,7 @@ export class ChatService {
     if (!agent) throw new AppError('not_found', 'No such agent.');
     this.opts.models.get(agent.model.provider);
     let conversation: ConversationRecord | undefined;
-    let created: Promise<void> | undefined;
+    const isNew = input.conversation_id === undefined;
     if (input.conversation_id !== undefined) {
       conversation = await store.conversations.get(orgId, input.conversation_id);
       if (!conversation || conversation.agent_id !== agent.id) throw new AppError('not_found', 'No such conversation.');
@@ -126,17 +121,16 @@ export class ChatService {
         id: newId('conv'), org_id: orgId, agent_id: agent.id, status: 'active',
         metadata: input.metadata ?? {}, created_at: now, updated_at: now,
       };
-      // Not awaited here: it commits together with the visitor message below (one group commit).
-      created = store.conversations.create(conversation);
-      created.catch(() => {});
     }
-    const actor = await this.supervisor.acquire(conversation);
+    const acquired = this.supervisor.acquire(conversation);
+    const actor = acquired instanceof Promise ? await acquired : acquired;
 
-    // From here to `turn.requested` nothing awaits, so the place is taken before any other request runs.
+    // From here to `turn.requested` nothing awaits, so the place is taken before any other request runs,
+    // and the writes below leave in one batch (one commit) as soon as this synchronous run ends.
     const turnId = newId('turn');
     const turn = new Turn({
       id: turnId, conversationId: conversation.id, orgId, agent, visitorMessageId: newId('msg'), question: input.message,
-      newConversation: created !== undefined, channel: this.turns.channelFor(turnId, conversation.id, orgId),
+      newConversation: isNew, channel: this.turns.channelFor(turnId, conversation.id, orgId),
       releaseSetup: release,
     });
     const request = { type: 'turn.requested', turn } as const;
@@ -145,6 +139,8 @@ export class ChatService {
       if (snapshot.context.status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
       throw new AppError('turn_in_progress', 'Too many messages are waiting for a reply in this conversation; wait for the current turn to finish.');
     }
+    const created = isNew ? store.conversations.create(conversation) : undefined;
+    created?.catch(() => {});
     turn.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
     this.turns.add(turn);
     const appended = store.conversations.appendMessage({

@@ -51,16 +51,19 @@ export class Supervisor {
     this.opts = { baseBackoffMs: 100, maxBackoffMs: 5000, crashMemoryMs: 10 * 60_000, maxCrashRecords: 10_000, ...opts };
   }
 
-  /** The live actor of a conversation, created (rehydrated from `seed`) when there is none. */
-  async acquire(seed: ConversationSeed): Promise<ConversationActor> {
+  /**
+   * The live actor of a conversation, created (rehydrated from `seed`) when there is none: synchronously,
+   * except after a crash of that conversation, when the promise resolves once its restart backoff passed.
+   */
+  acquire(seed: ConversationSeed): ConversationActor | Promise<ConversationActor> {
     const live = this.actors.get(seed.id);
     if (live) return live;
     const crash = this.crashes.get(seed.id);
     if (crash) {
       const wait = crash.retryAt - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const again = this.actors.get(seed.id);
-      if (again) return again;
+      if (wait > 0) {
+        return new Promise<void>((r) => setTimeout(r, wait)).then(() => this.actors.get(seed.id) ?? this.spawn(seed));
+      }
     }
     return this.spawn(seed);
   }

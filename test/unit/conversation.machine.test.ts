@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createActor, fromPromise, setup, SimulatedClock, waitFor, type AnyActorLogic } from 'xstate';
+import { createActor, fromCallback, SimulatedClock, waitFor, type AnyActorLogic } from 'xstate';
 import { conversationMachine } from '../../actors/conversation/conversation.machine.js';
 import type { ConversationEvent, ConversationInput } from '../../actors/conversation/conversation.types.js';
-import type { TurnInput, TurnOutput } from '../../actors/turn/turn.types.js';
+import type { TurnCommand, TurnEnded, TurnInput, TurnOutput } from '../../actors/turn/turn.types.js';
 
 interface Deferred<T> {
   promise: Promise<T>;
@@ -18,44 +18,43 @@ function deferred<T>(): Deferred<T> {
 }
 
 /**
- * A controllable `turn` stub: each started turn waits until the test ends it. Records the order turns
- * start in, their inputs, and the highest number running at once.
+ * A controllable `turn` stub (a callback actor, like the real one): each started turn waits until the
+ * test ends it, then sends `turn.ended` to its conversation. Records the order turns start in, their
+ * inputs, the commands they receive, and the highest number running at once.
  */
 function turnStub() {
-  const pending = new Map<string, Deferred<TurnOutput>>();
+  const running = new Map<string, (output: TurnOutput) => void>();
   const started: string[] = [];
   const inputs: TurnInput[] = [];
-  let running = 0;
+  const commands: string[] = [];
   let maxRunning = 0;
-  const logic = fromPromise<TurnOutput, TurnInput>(async ({ input }) => {
+  const logic = fromCallback<TurnCommand, TurnInput>(({ input, sendBack, receive }) => {
+    if (input.turn.id === 'explodes') throw new Error('turn actor blew up as it started');
     started.push(input.turn.id);
     inputs.push(input);
-    running += 1;
-    maxRunning = Math.max(maxRunning, running);
-    const d = deferred<TurnOutput>();
-    pending.set(input.turn.id, d);
-    try {
-      return await d.promise;
-    } finally {
-      running -= 1;
-      pending.delete(input.turn.id);
-    }
+    receive((cmd) => commands.push(`${cmd.type} ${input.turn.id}`));
+    running.set(input.turn.id, (output) => sendBack({ type: 'turn.ended', output } satisfies TurnEnded));
+    maxRunning = Math.max(maxRunning, running.size);
+    return () => { running.delete(input.turn.id); };
   });
+  const end = (turnId: string, output: TurnOutput) => {
+    const send = running.get(turnId);
+    if (!send) throw new Error(`turn ${turnId} is not running (running: ${[...running.keys()].join(', ')})`);
+    send(output);
+  };
   return {
     logic,
     started,
     inputs,
+    commands,
     get maxRunning() { return maxRunning; },
-    isRunning: (turnId: string) => pending.has(turnId),
-    succeed(turnId: string): void {
-      const d = pending.get(turnId);
-      if (!d) throw new Error(`turn ${turnId} is not running (running: ${[...pending.keys()].join(', ')})`);
-      d.resolve({ turnId, outcome: 'succeeded', finishReason: 'stop' });
-    },
-    crash(turnId: string, err: unknown = new Error('turn actor blew up')): void {
-      const d = pending.get(turnId);
-      if (!d) throw new Error(`turn ${turnId} is not running`);
-      d.reject(err);
+    isRunning: (turnId: string) => running.has(turnId),
+    succeed: (turnId: string) => end(turnId, { turnId, outcome: 'succeeded', finishReason: 'stop' }),
+    fail: (turnId: string) => end(turnId, { turnId, outcome: 'failed', error: { type: 'upstream_error', code: 'model_timeout', message: 'slow' } }),
+    /** A stale turn.ended naming another turn than the running one. */
+    endOther: (runningId: string, otherId: string) => {
+      const send = running.get(runningId)!;
+      send({ turnId: otherId, outcome: 'succeeded', finishReason: 'stop' });
     },
   };
 }
@@ -180,26 +179,33 @@ describe('conversation machine: queue', () => {
 });
 
 describe('conversation machine: failing turns', () => {
-  it('a turn that errors still frees the conversation for the next one', async () => {
+  it('a turn that ends failed frees the conversation for the next one, and lastTurn says why', async () => {
     const c = start();
     c.request('t1');
     c.request('t2');
-    c.turns.crash('t1');
-    await waitFor(c.actor, (s) => s.context.active?.id !== 't1', { timeout: 2_000 });
-    expect(c.snap().status).toBe('active');
+    c.turns.fail('t1');
     expect(c.activeId()).toBe('t2');
-    expect(c.snap().context.lastTurn).toBeNull();
+    expect(c.snap().context.lastTurn).toMatchObject({ turnId: 't1', outcome: 'failed', error: { code: 'model_timeout' } });
     await c.finish('t2');
     expect(c.snap().value).toBe('idle');
   });
 
-  it('a turn that errors as the last one returns to idle and takes new turns', async () => {
+  it('a turn actor that throws as it starts is recorded as failed and the next turn runs', () => {
+    const c = start();
+    c.request('t0');
+    c.request('explodes');
+    c.request('t2');
+    c.turns.succeed('t0');
+    expect(c.snap().context.lastTurn).toEqual({ turnId: 'explodes', outcome: 'failed', error: { type: 'api_error', code: 'internal_error', message: 'The turn could not start.' } });
+    expect(c.activeId()).toBe('t2');
+  });
+
+  it('ignores a turn.ended that does not name the running turn', () => {
     const c = start();
     c.request('t1');
-    c.turns.crash('t1', 'not even an Error');
-    await waitFor(c.actor, (s) => s.value === 'idle', { timeout: 2_000 });
-    c.request('t2');
-    expect(c.activeId()).toBe('t2');
+    c.turns.endOther('t1', 'someone-else');
+    expect(c.activeId()).toBe('t1');
+    expect(c.snap().context.lastTurn).toBeNull();
   });
 });
 
@@ -272,42 +278,26 @@ describe('conversation machine: closed', () => {
 });
 
 describe('conversation machine: cancel', () => {
-  /** A conversation whose turns run until cancelled, recording `cancel <turnId>` in `received`. */
-  function withCancellableTurns(received: string[]) {
-    const turn = setup({ types: { input: {} as TurnInput, events: {} as { type: 'cancel' } } }).createMachine({
-      context: ({ input }) => ({ turnId: input.turn.id }),
-      initial: 'running',
-      states: {
-        running: { on: { cancel: { target: 'done', actions: ({ context }) => received.push(`cancel ${context.turnId}`) } } },
-        done: { type: 'final' },
-      },
-      output: ({ context }): TurnOutput => ({ turnId: context.turnId, outcome: 'succeeded', finishReason: 'cancelled' }),
-    });
-    const logic = conversationMachine.provide({ actors: { turn: turn as unknown as AnyActorLogic } as never });
-    return createActor(logic, { input: BASE_INPUT, clock: new SimulatedClock() });
-  }
-
-  it('turn.cancel is forwarded to the running turn as cancel', async () => {
-    const received: string[] = [];
-    const actor = withCancellableTurns(received);
-    actor.start();
-    actor.send({ type: 'turn.requested', turn: { id: 't1' } });
-    actor.send({ type: 'turn.cancel' });
-    const snap = await waitFor(actor, (s) => s.value === 'idle', { timeout: 2_000 });
-    expect(received).toEqual(['cancel t1']);
-    expect(snap.context.lastTurn).toEqual({ turnId: 't1', outcome: 'succeeded', finishReason: 'cancelled' });
+  it('turn.cancel is forwarded to the running turn as cancel', () => {
+    const c = start();
+    c.request('t1');
+    c.send({ type: 'turn.cancel' });
+    expect(c.turns.commands).toEqual(['cancel t1']);
   });
 
   it('turn.cancel naming another turn than the running one is ignored', () => {
-    const received: string[] = [];
-    const actor = withCancellableTurns(received);
-    actor.start();
-    actor.send({ type: 'turn.requested', turn: { id: 't1' } });
-    actor.send({ type: 'turn.requested', turn: { id: 't2' } });
-    actor.send({ type: 'turn.cancel', turnId: 't2' });
-    expect(received).toEqual([]);
-    expect(actor.getSnapshot().context.active?.id).toBe('t1');
-    actor.send({ type: 'turn.cancel', turnId: 't1' });
-    expect(received).toEqual(['cancel t1']);
+    const c = start();
+    c.request('t1');
+    c.request('t2');
+    c.send({ type: 'turn.cancel', turnId: 't2' });
+    expect(c.turns.commands).toEqual([]);
+    c.send({ type: 'turn.cancel', turnId: 't1' });
+    expect(c.turns.commands).toEqual(['cancel t1']);
+  });
+
+  it('nothing is forwarded while idle', () => {
+    const c = start();
+    c.send({ type: 'turn.cancel' });
+    expect(c.turns.commands).toEqual([]);
   });
 });

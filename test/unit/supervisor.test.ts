@@ -1,29 +1,29 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { assign, fromPromise, SimulatedClock, waitFor, type AnyActorLogic } from 'xstate';
+import { assign, fromCallback, SimulatedClock, waitFor, type AnyActorLogic } from 'xstate';
 import { conversationMachine } from '../../actors/conversation/conversation.machine.js';
-import type { TurnInput, TurnOutput } from '../../actors/turn/turn.types.js';
+import type { TurnCommand, TurnInput } from '../../actors/turn/turn.types.js';
 import type { Logger } from '../../src/log/logger.js';
 import { Supervisor, type ConversationLogic, type SupervisorOptions } from '../../src/runtime/supervisor.js';
 
-/** A turn that succeeds at once. */
-const quickTurn = fromPromise<TurnOutput, TurnInput>(async ({ input }) => ({
-  turnId: input.turn.id, outcome: 'succeeded', finishReason: 'stop',
-}));
+/** A turn that succeeds at once (on the next microtask). */
+const quickTurn = fromCallback<TurnCommand, TurnInput>(({ input, sendBack }) => {
+  queueMicrotask(() => sendBack({ type: 'turn.ended', output: { turnId: input.turn.id, outcome: 'succeeded', finishReason: 'stop' } }));
+});
 
 /** The real conversation machine with the stub turn. */
 const workingLogic = conversationMachine.provide({
   actors: { turn: quickTurn as unknown as AnyActorLogic } as never,
 }) as unknown as ConversationLogic;
 
-/** Same, but `turn.requested` for the turn id `poison` throws inside the enqueue action (crashes the actor). */
+/** Same, but `turn.requested` for the turn id `poison` throws inside the action that takes it (crashes the actor). */
 const poisonableLogic = conversationMachine.provide({
   actors: { turn: quickTurn as unknown as AnyActorLogic } as never,
   actions: {
-    enqueue: assign({
-      queue: ({ context, event }) => {
-        if (event.type !== 'turn.requested') return context.queue;
-        if (event.turn.id === 'poison') throw new Error('boom');
-        return [...context.queue, event.turn];
+    start: assign({
+      active: ({ event }) => {
+        const turn = (event as { turn: { id: string } }).turn;
+        if (turn.id === 'poison') throw new Error('boom');
+        return turn;
       },
     }),
   },
@@ -222,8 +222,8 @@ describe('Supervisor: crashes', () => {
     first.send({ type: 'turn.requested', turn: { id: 'poison' } });
 
     let resolved = 0;
-    const p1 = supervisor.acquire(seed).then((a) => { resolved++; return a; });
-    const p2 = supervisor.acquire(seed).then((a) => { resolved++; return a; });
+    const p1 = Promise.resolve(supervisor.acquire(seed)).then((a) => { resolved++; return a; });
+    const p2 = Promise.resolve(supervisor.acquire(seed)).then((a) => { resolved++; return a; });
     await vi.advanceTimersByTimeAsync(99);
     expect(resolved).toBe(0);
     expect(supervisor.size).toBe(0);
@@ -237,7 +237,7 @@ describe('Supervisor: crashes', () => {
     // Second crash: the wait doubles.
     a1.send({ type: 'turn.requested', turn: { id: 'poison' } });
     let again = false;
-    const p3 = supervisor.acquire(seed).then((a) => { again = true; return a; });
+    const p3 = Promise.resolve(supervisor.acquire(seed)).then((a) => { again = true; return a; });
     await vi.advanceTimersByTimeAsync(199);
     expect(again).toBe(false);
     await vi.advanceTimersByTimeAsync(1);

@@ -1,6 +1,7 @@
 /**
- * The turn's work, as plain async code over one Turn object: the `run` callback of the turn machine
- * (actors/turn/turn.machine.ts), provided by `createTurnRunLogic`. Steps, in order:
+ * The turn's work, as plain async code over one Turn object: the turn actor, a callback invoked by the
+ * conversation machine (actors/conversation/conversation.machine.ts), provided by `createTurnRunLogic`.
+ * It tells its conversation `turn.ended` once, when it is over. Steps, in order:
  *
  * 1. prepare: history (skipped for a new conversation) and retrieval, in parallel;
  * 2. generate: one model call, tokens straight to the channel (the hot path: one synchronous callback
@@ -15,9 +16,8 @@
  * ends there, writes nothing, and says why in the log.
  */
 import { fromCallback } from 'xstate';
-import type { TurnRunCommand } from '../../../actors/turn/turn.machine.js';
 import { afterGeneration } from '../../../actors/turn/turn.rules.js';
-import type { TurnEvent, TurnRunInput } from '../../../actors/turn/turn.types.js';
+import type { TurnCommand, TurnEnded, TurnInput, TurnOutput } from '../../../actors/turn/turn.types.js';
 import { AppError, toAppError } from '../../errors/app-error.js';
 import type { EventBus } from '../../events/event-bus.js';
 import { newId } from '../../ids/ids.js';
@@ -71,60 +71,51 @@ function turnErrorOf(err: unknown): TurnError {
 }
 
 /**
- * The `run` logic the turn machine invokes: `turnMachine.provide({ actors: { run: createTurnRunLogic(deps) } })`.
- * It runs the turn given as input and reports its lifecycle (TurnEvent) back to the machine; a `cancel`
- * from the machine cancels the turn. When the actor is stopped (its conversation crashed or shut down)
- * while the turn still runs, the turn is aborted and ends with a stored failed reply.
+ * The turn actor's logic: `conversationMachine.provide({ actors: { turn: createTurnRunLogic(deps) } })`.
+ * It runs the turn given as input and sends `turn.ended` to its conversation when it is over; a `cancel`
+ * from the conversation cancels the turn. When the actor is stopped (its conversation crashed or shut
+ * down) while the turn still runs, the turn is aborted and ends with a stored failed reply.
  */
 export function createTurnRunLogic(deps: TurnRunnerDeps) {
-  return fromCallback<TurnRunCommand, TurnRunInput>(({ input, sendBack, receive }) => {
+  return fromCallback<TurnCommand, TurnInput>(({ input, sendBack, receive }) => {
     const turn = input.turn as Turn;
     receive((cmd) => { if (cmd.type === 'cancel') turn.cancel(); });
-    void runTurn(turn, input.maxSteps, deps, sendBack as (e: TurnEvent) => void);
+    void runTurn(turn, input.maxSteps, deps, (output) => sendBack({ type: 'turn.ended', output } satisfies TurnEnded));
     return () => {
       if (!turn.ended) turn.abort(new AppError('internal_error', 'The conversation stopped during this turn; send the message again.'));
     };
   });
 }
 
-/** Runs a turn to its end; never rejects (every outcome is reported through `report`). */
-export async function runTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, report: (e: TurnEvent) => void): Promise<void> {
+const WITHDRAWN = { type: 'api_error', code: 'internal_error', message: 'The turn was withdrawn.' } as const;
+
+/** Runs a turn to its end and reports how it ended, exactly once; never rejects. */
+export async function runTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, ended: (output: TurnOutput) => void): Promise<void> {
+  let output: TurnOutput;
   try {
-    await runSteps(turn, maxSteps, deps, report);
+    output = await runSteps(turn, maxSteps, deps);
   } finally {
     turn.setupDone();
   }
+  ended(output);
 }
 
-async function runSteps(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, report: (e: TurnEvent) => void): Promise<void> {
+async function runSteps(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<TurnOutput> {
   let finishReason: FinishReason;
   try {
-    finishReason = await generateReply(turn, maxSteps, deps, report);
+    finishReason = await generateReply(turn, maxSteps, deps);
+    await finish(turn, finishReason, deps);
   } catch (err) {
     if (err instanceof TurnGone || turn.withdrawnReason !== undefined) {
       deps.logger.info({ turn_id: turn.id, conversation_id: turn.conversationId, reason: turn.withdrawnReason }, 'turn withdrawn before it answered; nothing stored');
       deps.onTurnEnd?.(turn, 'withdrawn');
-      report({ type: 'turn.failed', error: { type: 'api_error', code: 'internal_error', message: 'The turn was withdrawn.' } });
-      return;
+      return { turnId: turn.id, outcome: 'failed', error: WITHDRAWN };
     }
-    await fail(turn, turnErrorOf(err), deps);
-    report({ type: 'turn.failed', error: turnErrorOf(err) });
-    return;
+    const error = turnErrorOf(err);
+    await fail(turn, error, deps);
+    return { turnId: turn.id, outcome: 'failed', error };
   }
-  report({ type: 'turn.finishing' });
-  try {
-    await finish(turn, finishReason, deps);
-  } catch (err) {
-    if (turn.withdrawnReason !== undefined) {
-      deps.onTurnEnd?.(turn, 'withdrawn');
-      report({ type: 'turn.failed', error: { type: 'api_error', code: 'internal_error', message: 'The turn was withdrawn.' } });
-      return;
-    }
-    await fail(turn, turnErrorOf(err), deps);
-    report({ type: 'turn.failed', error: turnErrorOf(err) });
-    return;
-  }
-  report({ type: 'turn.succeeded', finishReason });
+  return { turnId: turn.id, outcome: 'succeeded', finishReason };
 }
 
 /** Throws TurnGone when the turn was withdrawn; `step` names where, for the log. */
@@ -140,13 +131,12 @@ function isCancelled(turn: Turn): boolean {
 }
 
 /** Steps 1-3; resolves with the finish reason, rejects with the failure. */
-async function generateReply(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, report: (e: TurnEvent) => void): Promise<FinishReason> {
+async function generateReply(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<FinishReason> {
   ensureAlive(turn, 'prepare', deps.logger);
   await prepare(turn, deps);
   if (isCancelled(turn)) return 'cancelled';
   for (let step = 1; ; step++) {
     ensureAlive(turn, 'generate', deps.logger);
-    report({ type: 'turn.generating', step });
     let outcome: { finishReason: ModelFinishReason; toolCalls: ModelToolCall[] };
     try {
       outcome = await generate(turn, deps);
@@ -158,7 +148,6 @@ async function generateReply(turn: Turn, maxSteps: number, deps: TurnRunnerDeps,
     const next = afterGeneration(step, maxSteps, { finishReason: outcome.finishReason, toolCalls: outcome.toolCalls.length });
     if (next.next === 'finish') return next.finishReason;
     ensureAlive(turn, 'tools', deps.logger);
-    report({ type: 'turn.tools', count: outcome.toolCalls.length });
     await runTools(turn, outcome.toolCalls, deps);
     if (isCancelled(turn)) return 'cancelled';
   }

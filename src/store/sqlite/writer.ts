@@ -70,8 +70,9 @@ interface Pending {
 
 /**
  * A writer thread (writer.worker.ts, compiled) with its own connection to `file`, opened after the main
- * thread ran the migrations. One batch is in flight at a time; writes issued meanwhile wait and go as
- * the next batch, so the batch grows with the load (one fsync for all of them). If the thread dies, the
+ * thread ran the migrations. The writes issued by one synchronous run of code are posted together at the
+ * next microtask; one batch is in flight at a time, and writes issued meanwhile wait and go as the next
+ * batch, so the batch grows with the load (one fsync for all of them). If the thread dies, the
  * writes in flight reject with the reason and the next write starts a new thread.
  *
  * @throws Error when the compiled worker is missing (run `npm run build`).
@@ -137,8 +138,11 @@ export function createWorkerWriter(file: string, sync: SqliteSync): Conversation
         queuedWaiters.push({ resolve: resolve as (v: unknown) => void, reject });
         if (!scheduled) {
           scheduled = true;
-          // Writes of this event-loop turn go together.
-          setImmediate(() => {
+          // Writes issued by the same synchronous run of code go together, and go at once: a commit is
+          // on the latency path of every chat turn (its first event waits for it), so the batch is not
+          // held for the rest of the event-loop turn. Under load the batches still grow: while one is
+          // in flight, every write waits for the next.
+          queueMicrotask(() => {
             scheduled = false;
             send();
           });
