@@ -61,9 +61,11 @@ describe('SseHub slow-consumer bound', () => {
     ch.emit({ type: 'done', finish_reason: 'stop' });
     expect(stuck.aborted).toBe(1);
     expect(stuck.ended).toBe(0);
-    expect(stuck.written.length).toBeLessThan(7);
-    expect(reading.written).toHaveLength(7);
-    expect(reading.written.at(-1)).toBe('id: turn_1:7\ndata: {"type":"done","finish_reason":"stop"}\n\n');
+    // Events of one synchronous run go out as one write.
+    expect(reading.written).toHaveLength(1);
+    const frames = reading.written[0]!.split('\n\n').filter(Boolean);
+    expect(frames).toHaveLength(7);
+    expect(frames.at(-1)).toBe('id: turn_1:7\ndata: {"type":"done","finish_reason":"stop"}');
     expect(reading.ended).toBe(1);
     expect(reading.aborted).toBe(0);
     expect(warnings).toHaveLength(1);
@@ -83,5 +85,24 @@ describe('SseHub slow-consumer bound', () => {
 
   it('refuses a bound that is not a positive integer', () => {
     expect(() => new SseHub({ heartbeatMs: 100, maxBufferedBytes: 0 })).toThrow(RangeError);
+  });
+
+  it('writes the events of one synchronous run together, and later ones in a later write', async () => {
+    hub = new SseHub({ heartbeatMs: 60_000, maxBufferedBytes: 1_000_000 });
+    const ch = channel();
+    const sink = stuckSink();
+    sink.bufferedBytes = () => 0;
+    hub.attach(sink, ch, 0);
+    ch.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' });
+    ch.emit({ type: 'token', delta: 'a' });
+    expect(sink.written).toEqual([]);
+    await Promise.resolve();
+    expect(sink.written).toEqual([
+      'id: turn_1:1\ndata: {"type":"conversation","conversation_id":"conv_1","turn_id":"turn_1"}\n\nid: turn_1:2\ndata: {"type":"token","delta":"a"}\n\n',
+    ]);
+    ch.emit({ type: 'token', delta: 'b' });
+    await Promise.resolve();
+    expect(sink.written).toHaveLength(2);
+    expect(sink.written[1]).toBe('id: turn_1:3\ndata: {"type":"token","delta":"b"}\n\n');
   });
 });

@@ -48,12 +48,19 @@ interface LiveStream {
   closed: boolean;
   /** The channel subscription; undefined while `subscribe` is still replaying. */
   unsubscribe: (() => void) | undefined;
+  /** Frames of events emitted in the current synchronous run, written together at the next microtask. */
+  pending: string;
+  flushScheduled: boolean;
 }
 
 /**
  * Writes turn channels as Server-Sent Events (WHATWG HTML "Server-sent events") and keeps idle streams
  * open with `: ping` comments. One timer serves every live stream: a per-stream timer would cost a
  * timer object and a wake-up per connection.
+ *
+ * Events emitted in one synchronous run of code (the tail of a turn: citations, message, usage, done; the
+ * deltas of one upstream read; a replay) go out as one write at the next microtask: one syscall, no
+ * added latency (microtasks run before the event loop moves on).
  *
  * Slow consumers: after every write (event or ping) the sink's `bufferedBytes()` is compared with
  * `maxBufferedBytes`; past it the client is disconnected and a warning is logged. Only the
@@ -83,14 +90,23 @@ export class SseHub {
    * Returns the function to call when the client goes away (it only unsubscribes).
    */
   attach(sink: SseSink, channel: TurnChannel, afterSeq: number): () => void {
-    const stream: LiveStream = { sink, turnId: channel.turnId, lastWriteAt: Date.now(), closed: false, unsubscribe: undefined };
+    const stream: LiveStream = {
+      sink, turnId: channel.turnId, lastWriteAt: Date.now(), closed: false, unsubscribe: undefined, pending: '', flushScheduled: false,
+    };
     this.live.add(stream);
     const unsubscribe = channel.subscribe({
       onEvent: (seq, _event, json) => {
-        if (!stream.closed) this.send(stream, sseFrame(stream.turnId, seq, json));
+        if (stream.closed) return;
+        stream.pending += sseFrame(stream.turnId, seq, json);
+        if (!stream.flushScheduled) {
+          stream.flushScheduled = true;
+          queueMicrotask(() => this.flush(stream));
+        }
       },
       onEnd: () => {
         if (stream.closed) return;
+        this.flush(stream);
+        if (stream.closed) return; // disconnected by that last write
         this.detach(stream);
         sink.end();
       },
@@ -106,12 +122,23 @@ export class SseHub {
     stream.unsubscribe = unsubscribe;
     // Disconnected (too slow) during the replay inside `subscribe`, before the unsubscribe existed.
     if (stream.closed) unsubscribe();
+    // What the replay gathered goes out now, as one write.
+    else this.flush(stream);
     return () => this.detach(stream);
   }
 
   /** Live SSE streams. */
   get size(): number {
     return this.live.size;
+  }
+
+  /** Writes the frames gathered for `stream` (if any, and if it is still open). */
+  private flush(stream: LiveStream): void {
+    stream.flushScheduled = false;
+    const chunk = stream.pending;
+    if (chunk.length === 0) return;
+    stream.pending = '';
+    if (!stream.closed) this.send(stream, chunk);
   }
 
   /** Writes `chunk` and disconnects the client when its buffered bytes pass the bound. */
