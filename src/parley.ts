@@ -109,6 +109,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
         await models.close();
         await tokens.close();
         await store.close();
+        metrics.close();
         logger.info('stopped');
       })();
       return closing;

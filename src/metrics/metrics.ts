@@ -1,4 +1,8 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Sampling period of the event-loop delay monitor, ms. */
+const LOOP_RESOLUTION_MS = 1;
 
 /** Buckets for sub-second latencies, seconds: 0.1 ms .. 10 s. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -31,8 +35,38 @@ export class Metrics {
     name: 'parley_http_requests_total', help: 'HTTP requests by method and status', labelNames: ['method', 'status'], registers: [this.registry],
   });
 
+  /**
+   * Event-loop delay since the previous scrape, seconds: quantiles 0.5, 0.9, 0.99 and 1 (the max) of how
+   * late a 1 ms timer ran (perf_hooks.monitorEventLoopDelay records the whole period, so the resolution
+   * is subtracted). The histogram is reset at every scrape.
+   */
+  readonly loopDelay = new Gauge({
+    name: 'parley_event_loop_delay_seconds', help: 'Event-loop delay beyond the 1 ms sampling period, since the previous scrape, seconds',
+    labelNames: ['quantile'], registers: [this.registry],
+    collect: () => this.collectLoopDelay(),
+  });
+  readonly loopResolution = new Gauge({
+    name: 'parley_eventloop_resolution_seconds', help: 'Sampling period of parley_event_loop_delay_seconds, seconds', registers: [this.registry],
+  });
+  private readonly loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    this.loop.enable();
+    this.loopResolution.set(LOOP_RESOLUTION_MS / 1000);
+  }
+
+  private collectLoopDelay(): void {
+    const beyond = (ns: number) => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS) / 1000;
+    if (this.loop.count === 0) return;
+    for (const q of [50, 90, 99]) this.loopDelay.set({ quantile: String(q / 100) }, beyond(this.loop.percentile(q)));
+    this.loopDelay.set({ quantile: '1' }, beyond(this.loop.max));
+    this.loop.reset();
+  }
+
+  /** Stops the event-loop monitor (shutdown). */
+  close(): void {
+    this.loop.disable();
   }
 
   text(): Promise<string> {

@@ -647,6 +647,20 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
       expect(metric(after, name.replace(/[{}"]/g, (c) => `\\${c}`)), name).toBe(metric(before, name.replace(/[{}"]/g, (c) => `\\${c}`)) + 1);
     }
   });
+
+  it('publishes the event-loop delay since the previous scrape on /metrics', async () => {
+    const maxOf = (text: string) => Number(/^parley_event_loop_delay_seconds\{quantile="1"\} (\S+)$/m.exec(text)![1]);
+    await (await fetch(`${srv.url}/metrics`)).text(); // resets the window
+    const until = performance.now() + 120;
+    while (performance.now() < until) { /* the server shares this event loop: it is 120 ms late */ }
+    await new Promise((r) => setTimeout(r, 20));
+    const stalled = await (await fetch(`${srv.url}/metrics`)).text();
+    expect(maxOf(stalled)).toBeGreaterThanOrEqual(0.1);
+    expect(stalled).toMatch(/^parley_eventloop_resolution_seconds 0\.001$/m);
+    await new Promise((r) => setTimeout(r, 20));
+    // The window was reset by that scrape: the stall is no longer in it.
+    expect(maxOf(await (await fetch(`${srv.url}/metrics`)).text())).toBeLessThan(0.1);
+  });
 });
 
 // 10
