@@ -5,6 +5,7 @@ import { createLogger, type Logger } from './log/logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { createModelRegistry } from './models/registry.js';
 import { createWorkerTokenCounter } from './models/token-counter.js';
+import { AgentDirectory } from './runtime/agent-directory.js';
 import { ChatService } from './runtime/chat-service.js';
 import { EventBus } from './events/event-bus.js';
 import { AccessService } from './runtime/services/access.js';
@@ -58,10 +59,12 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   });
   const pool = new IngestionPool({ threads: config.ingestWorkers, onError: (err) => logger.error({ err }, 'ingestion worker error') });
   const knowledge = new KnowledgeService(store, pool, bus, logger);
+  const agentDirectory = new AgentDirectory(store);
   const chat = new ChatService({
+    agents: agentDirectory,
     store, models, tokens, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
-    retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs, admission: config.admission,
+    retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs, admission: config.admission, lag: metrics.loop,
     onFirstToken: (turn, t) => {
       const labels = { provider: turn.agent.model.provider };
       metrics.firstToken.observe(labels, t.firstTokenMs / 1000);
@@ -74,7 +77,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const access = new AccessService(store);
   const services: Services = {
     config, logger, access, chat,
-    agents: new AgentService(store, models),
+    agents: new AgentService(store, models, agentDirectory),
     knowledgeBases: new KnowledgeBaseService(store, knowledge),
     conversations: new ConversationService(store),
     health: new HealthService(store, () => chat.isDraining),

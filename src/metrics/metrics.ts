@@ -1,8 +1,6 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LoopDelaySampler } from './loop-delay.js';
 
-/** Sampling period of the event-loop delay monitor, ms. */
-const LOOP_RESOLUTION_MS = 1;
 
 /** Buckets for sub-second latencies, seconds: 0.1 ms .. 10 s. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -37,36 +35,37 @@ export class Metrics {
 
   /**
    * Event-loop delay since the previous scrape, seconds: quantiles 0.5, 0.9, 0.99 and 1 (the max) of how
-   * late a 1 ms timer ran (perf_hooks.monitorEventLoopDelay records the whole period, so the resolution
-   * is subtracted). The histogram is reset at every scrape.
+   * late a 10 ms timer ran (src/metrics/loop-delay.ts). Each scrape starts a new window.
    */
   readonly loopDelay = new Gauge({
-    name: 'parley_event_loop_delay_seconds', help: 'Event-loop delay beyond the 1 ms sampling period, since the previous scrape, seconds',
+    name: 'parley_event_loop_delay_seconds', help: 'How late a 10 ms timer ran since the previous scrape, seconds',
     labelNames: ['quantile'], registers: [this.registry],
     collect: () => this.collectLoopDelay(),
   });
   readonly loopResolution = new Gauge({
     name: 'parley_eventloop_resolution_seconds', help: 'Sampling period of parley_event_loop_delay_seconds, seconds', registers: [this.registry],
   });
-  private readonly loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+  /** The event-loop delay sampler, shared with admission control (its `lagMs`). */
+  readonly loop: LoopDelaySampler;
 
-  constructor() {
+  constructor(loop: LoopDelaySampler = new LoopDelaySampler()) {
     collectDefaultMetrics({ register: this.registry });
-    this.loop.enable();
-    this.loopResolution.set(LOOP_RESOLUTION_MS / 1000);
+    this.loop = loop;
+    this.loopResolution.set(loop.resolutionMs / 1000);
   }
 
   private collectLoopDelay(): void {
-    const beyond = (ns: number) => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS) / 1000;
-    if (this.loop.count === 0) return;
-    for (const q of [50, 90, 99]) this.loopDelay.set({ quantile: String(q / 100) }, beyond(this.loop.percentile(q)));
-    this.loopDelay.set({ quantile: '1' }, beyond(this.loop.max));
-    this.loop.reset();
+    const w = this.loop.takeWindow();
+    if (w.count === 0) return;
+    this.loopDelay.set({ quantile: '0.5' }, w.p50 / 1000);
+    this.loopDelay.set({ quantile: '0.9' }, w.p90 / 1000);
+    this.loopDelay.set({ quantile: '0.99' }, w.p99 / 1000);
+    this.loopDelay.set({ quantile: '1' }, w.max / 1000);
   }
 
-  /** Stops the event-loop monitor (shutdown). */
+  /** Stops the event-loop sampler (shutdown). */
   close(): void {
-    this.loop.disable();
+    this.loop.close();
   }
 
   text(): Promise<string> {

@@ -6,9 +6,10 @@ import type { Logger } from '../log/logger.js';
 import type { ModelRegistry } from '../models/registry.js';
 import type { TokenCounter } from '../models/token-counter.js';
 import type { Store } from '../store/ports.js';
-import type { ConversationRecord } from '../store/records.js';
-import { AdmissionControl, LoopLagMonitor, type AdmissionLimits, type Release } from './admission.js';
-import { Supervisor, type ConversationLogic } from './supervisor.js';
+import type { ConversationRecord, MessageRecord } from '../store/records.js';
+import { AgentDirectory } from './agent-directory.js';
+import { AdmissionControl, type AdmissionLimits, type LagSource, type Release } from './admission.js';
+import { Supervisor, type ConversationActor, type ConversationLogic } from './supervisor.js';
 import type { TurnChannel } from './turn/turn-channel.js';
 import { TurnRegistry } from './turn/turn-registry.js';
 import { createTurnRunLogic, type TurnRunnerDeps } from './turn/turn-runner.js';
@@ -44,6 +45,10 @@ export interface ChatServiceOptions {
   conversationLogic?: ConversationLogic;
   /** Admission control of new turns (503 overloaded past it). */
   admission: AdmissionLimits;
+  /** The agent cache shared with AgentService (default: a new one). */
+  agents?: AgentDirectory;
+  /** Where admission control reads the event loop's lag (the metrics' loop-delay sampler). */
+  lag: LagSource;
 }
 
 /**
@@ -58,7 +63,8 @@ export class ChatService {
   readonly turns: TurnRegistry;
   readonly supervisor: Supervisor;
   readonly admission: AdmissionControl;
-  private readonly lag: LoopLagMonitor;
+  /** Agents read through a short cache (AgentService invalidates what it changes). */
+  readonly agents: AgentDirectory;
   private draining = false;
   private readonly opts: ChatServiceOptions;
 
@@ -69,8 +75,8 @@ export class ChatService {
       perTurn: { maxChars: opts.turnReplayMaxChars ?? 1024 * 1024 },
       maxRetainedChars: opts.replayBudgetChars ?? 64 * 1024 * 1024,
     });
-    this.lag = new LoopLagMonitor();
-    this.admission = new AdmissionControl(opts.admission, this.lag);
+    this.agents = opts.agents ?? new AgentDirectory(opts.store);
+    this.admission = new AdmissionControl(opts.admission, opts.lag);
     const turnLogic = createTurnRunLogic({
       store: opts.store, models: opts.models, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
       retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40,
@@ -107,29 +113,44 @@ export class ChatService {
 
   private async accept(orgId: string, agentId: string, input: ChatInput, release: Release): Promise<TurnChannel> {
     const { store } = this.opts;
-    const agent = await store.agents.get(orgId, agentId);
+    const found = this.agents.get(orgId, agentId);
+    const agent = found instanceof Promise ? await found : found;
     if (!agent) throw new AppError('not_found', 'No such agent.');
     this.opts.models.get(agent.model.provider);
-    let conversation: ConversationRecord | undefined;
-    const isNew = input.conversation_id === undefined;
-    if (input.conversation_id !== undefined) {
-      conversation = await store.conversations.get(orgId, input.conversation_id);
-      if (!conversation || conversation.agent_id !== agent.id) throw new AppError('not_found', 'No such conversation.');
-    } else {
-      const now = new Date().toISOString();
-      conversation = {
-        id: newId('conv'), org_id: orgId, agent_id: agent.id, status: 'active',
-        metadata: input.metadata ?? {}, created_at: now, updated_at: now,
-      };
-    }
-    const acquired = this.supervisor.acquire(conversation);
-    const actor = acquired instanceof Promise ? await acquired : acquired;
-
-    // From here to `turn.requested` nothing awaits, so the place is taken before any other request runs,
-    // and the writes below leave in one batch (one commit) as soon as this synchronous run ends.
+    const now = new Date().toISOString();
     const turnId = newId('turn');
+    const visitorMessage = (conversationId: string): MessageRecord => ({
+      id: newId('msg'), conversation_id: conversationId, org_id: orgId, turn_id: turnId, role: 'visitor',
+      content: input.message, citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null,
+      error: null, created_at: now,
+    });
+
+    let conversation: ConversationRecord;
+    let message: MessageRecord;
+    let stored: Promise<void>;
+    let actor: ConversationActor;
+    const isNew = input.conversation_id === undefined;
+    if (isNew) {
+      // A new conversation's actor always takes its first turn: the commit of the conversation and its
+      // first message leaves first, so it overlaps everything below and the model call.
+      conversation = { id: newId('conv'), org_id: orgId, agent_id: agent.id, status: 'active', metadata: input.metadata ?? {}, created_at: now, updated_at: now };
+      message = visitorMessage(conversation.id);
+      stored = store.conversations.start(conversation, message);
+      stored.catch(() => {});
+      actor = this.supervisor.acquire(conversation) as ConversationActor; // a new id has no crash record: never a promise
+    } else {
+      const existing = await store.conversations.get(orgId, input.conversation_id!);
+      if (!existing || existing.agent_id !== agent.id) throw new AppError('not_found', 'No such conversation.');
+      conversation = existing;
+      const acquired = this.supervisor.acquire(conversation);
+      actor = acquired instanceof Promise ? await acquired : acquired;
+      message = visitorMessage(conversation.id);
+      stored = Promise.resolve(); // appended below, once the actor said it takes the turn
+    }
+
+    // From here to `turn.requested` nothing awaits, so the place is taken before any other request runs.
     const turn = new Turn({
-      id: turnId, conversationId: conversation.id, orgId, agent, visitorMessageId: newId('msg'), question: input.message,
+      id: turnId, conversationId: conversation.id, orgId, agent, visitorMessageId: message.id, question: input.message,
       newConversation: isNew, channel: this.turns.channelFor(turnId, conversation.id, orgId),
       releaseSetup: release,
     });
@@ -139,21 +160,18 @@ export class ChatService {
       if (snapshot.context.status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
       throw new AppError('turn_in_progress', 'Too many messages are waiting for a reply in this conversation; wait for the current turn to finish.');
     }
-    const created = isNew ? store.conversations.create(conversation) : undefined;
-    created?.catch(() => {});
+    if (!isNew) {
+      stored = store.conversations.appendMessage(message);
+      stored.catch(() => {});
+    }
     turn.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
     this.turns.add(turn);
-    const appended = store.conversations.appendMessage({
-      id: turn.visitorMessageId, conversation_id: conversation.id, org_id: orgId, turn_id: turnId, role: 'visitor',
-      content: input.message, citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null,
-      error: null, created_at: new Date().toISOString(),
-    });
     // The turn may start now, so the model call overlaps the commit of the visitor message (an fsync
     // with synchronous=FULL). Nothing reaches the client before that commit: the channel, with every
     // event buffered so far, is only handed out once the message is durable.
     actor.send(request);
     try {
-      await Promise.all([created, appended]);
+      await stored;
     } catch (err) {
       // The message was not stored: the turn leaves no trace.
       turn.withdraw('the visitor message could not be stored');
@@ -161,8 +179,8 @@ export class ChatService {
       actor.send({ type: 'turn.withdrawn', turnId });
       throw err;
     }
-    if (created) this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
-    this.opts.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: turn.visitorMessageId, role: 'visitor' } });
+    if (isNew) this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
+    this.opts.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: message.id, role: 'visitor' } });
     return turn.channel;
   }
 
@@ -202,7 +220,6 @@ export class ChatService {
     this.supervisor.stopAll();
     this.turns.close();
     this.admission.close();
-    this.lag.close();
   }
 
   get isDraining(): boolean {

@@ -80,6 +80,11 @@ export interface KnowledgePort {
 
 export interface ConversationsPort {
   create(rec: ConversationRecord): Promise<void>;
+  /**
+   * Creates a conversation together with its first message, in one commit (the chat hot path: the first
+   * event a client sees waits for it). Durable when the promise resolves; nothing is stored if it rejects.
+   */
+  start(conversation: ConversationRecord, firstMessage: MessageRecord): Promise<void>;
   get(orgId: string, id: string): Promise<ConversationRecord | undefined>;
   /**
    * The organization's conversations matching `filter`, newest first. The cursor must name a conversation

@@ -381,6 +381,18 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await expect(store.conversations.list(ORG_A, {}, { limit: 5, after: 'conv_9' })).rejects.toMatchObject(unknownCursor('conversation'));
       });
 
+      it('start stores a conversation and its first message together; a failing message stores neither', async () => {
+        await store.conversations.start(conversation('conv_1'), message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'));
+        expect(await store.conversations.get(ORG_A, 'conv_1')).toEqual({ ...conversation('conv_1'), updated_at: T1 });
+        expect((await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 5 })).data.map((m) => [m.id, m.content])).toEqual([['msg_1', 'Hello']]);
+        // The message names another conversation (a missing one): neither is stored.
+        await expect(store.conversations.start(conversation('conv_2'), message('msg_2', 'conv_missing', 'visitor', 'turn_2', 'x'))).rejects.toThrow();
+        expect(await store.conversations.get(ORG_A, 'conv_2')).toBeUndefined();
+        // A duplicate message id: the conversation is not stored either.
+        await expect(store.conversations.start(conversation('conv_3'), message('msg_1', 'conv_3', 'visitor', 'turn_3', 'y'))).rejects.toThrow();
+        expect(await store.conversations.get(ORG_A, 'conv_3')).toBeUndefined();
+      });
+
       it('setStatus changes the status and updated_at', async () => {
         await store.conversations.create(conversation('conv_1'));
         await store.conversations.setStatus('conv_1', 'handed_off', T3);

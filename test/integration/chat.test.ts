@@ -656,7 +656,7 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     await new Promise((r) => setTimeout(r, 20));
     const stalled = await (await fetch(`${srv.url}/metrics`)).text();
     expect(maxOf(stalled)).toBeGreaterThanOrEqual(0.1);
-    expect(stalled).toMatch(/^parley_eventloop_resolution_seconds 0\.001$/m);
+    expect(stalled).toMatch(/^parley_eventloop_resolution_seconds 0\.01$/m);
     await new Promise((r) => setTimeout(r, 20));
     // The window was reset by that scrape: the stall is no longer in it.
     expect(maxOf(await (await fetch(`${srv.url}/metrics`)).text())).toBeLessThan(0.1);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../src/errors/app-error.js';
-import { AdmissionControl, LoopLagMonitor, type AdmissionLimits, type Release } from '../../src/runtime/admission.js';
+import { LoopDelaySampler } from '../../src/metrics/loop-delay.js';
+import { AdmissionControl, type AdmissionLimits, type Release } from '../../src/runtime/admission.js';
 
 const LIMITS: AdmissionLimits = { maxInSetup: 2, maxWaiting: 2, maxWaitMs: 100, maxLagMs: 30, retryAfterSeconds: 2 };
 
@@ -100,9 +101,9 @@ describe('AdmissionControl', () => {
   });
 });
 
-describe('LoopLagMonitor', () => {
+describe('LoopDelaySampler', () => {
   it('reports the median lateness of the last window: one long task does not count, sustained lag does', () => {
-    const m = new LoopLagMonitor(10, 5, 1000);
+    const m = new LoopDelaySampler(10, 5, 1000);
     m.close(); // driven by hand below
     m.tick(1010); // on time
     expect(m.lagMs).toBe(0);
@@ -118,5 +119,25 @@ describe('LoopLagMonitor', () => {
     expect(m.lagMs).toBe(0); // 2 of 5 late
     m.tick(1670); // 3 of 5 late
     expect(m.lagMs).toBe(30);
+  });
+});
+
+describe('LoopDelaySampler windows (for /metrics)', () => {
+  it('reports the quantiles of every sample since the previous window, then starts afresh', () => {
+    const m = new LoopDelaySampler(10, 5, 0);
+    m.close();
+    // Lateness 0, 0, 30, 0, 100 (ms): expected 10, 20, 30, 70, 80 -> fired at 10, 20, 60, 70, 180.
+    for (const at of [10, 20, 60, 70, 180]) m.tick(at);
+    expect(m.takeWindow()).toEqual({ count: 5, p50: 0, p90: 100, p99: 100, max: 100 });
+    expect(m.takeWindow()).toEqual({ count: 0, p50: 0, p90: 0, p99: 0, max: 0 });
+    m.tick(195); // expected 190: 5 ms late
+    expect(m.takeWindow()).toEqual({ count: 1, p50: 5, p90: 5, p99: 5, max: 5 });
+  });
+
+  it('keeps at most maxWindow samples, dropping the oldest', () => {
+    const m = new LoopDelaySampler(10, 5, 0, 3);
+    m.close();
+    for (const at of [60, 70, 80, 90]) m.tick(at); // 50 ms late, then on time
+    expect(m.takeWindow()).toEqual({ count: 3, p50: 0, p90: 0, p99: 0, max: 0 });
   });
 });

@@ -3,6 +3,7 @@ import { newId } from '../../ids/ids.js';
 import type { ModelRegistry } from '../../models/registry.js';
 import { DEFAULT_SAFETY } from '../../moderation/safety-check.js';
 import type { Store } from '../../store/ports.js';
+import type { AgentDirectory } from '../agent-directory.js';
 import type { AgentPatch, AgentRecord, Page, PageRequest } from '../../store/records.js';
 import type { ModelChoice, SafetySettings } from '../../vocabulary/agent.js';
 
@@ -22,7 +23,7 @@ export interface AgentDraft {
  * organization is `not_found` (404), never forbidden.
  */
 export class AgentService {
-  constructor(private readonly store: Store, private readonly models: ModelRegistry) {}
+  constructor(private readonly store: Store, private readonly models: ModelRegistry, private readonly directory?: AgentDirectory) {}
 
   list(orgId: string, page: PageRequest): Promise<Page<AgentRecord>> {
     return this.store.agents.list(orgId, page);
@@ -59,13 +60,16 @@ export class AgentService {
     await this.checkReferences(orgId, patch);
     const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as AgentPatch;
     const agent = await this.store.agents.update(orgId, agentId, set, new Date().toISOString());
+    this.directory?.invalidate(orgId, agentId);
     if (!agent) throw new AppError('not_found', 'No such agent.');
     return agent;
   }
 
   /** Deletes the agent; throws AppError `not_found`. */
   async delete(orgId: string, agentId: string): Promise<void> {
-    if (!(await this.store.agents.delete(orgId, agentId))) throw new AppError('not_found', 'No such agent.');
+    const deleted = await this.store.agents.delete(orgId, agentId);
+    this.directory?.invalidate(orgId, agentId);
+    if (!deleted) throw new AppError('not_found', 'No such agent.');
   }
 
   private async checkReferences(orgId: string, draft: Partial<AgentDraft>): Promise<void> {

@@ -53,6 +53,12 @@ export const CONVERSATION_WRITES = {
   createConversation(db: Database.Database, c: ConversationRecord): void {
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.created_at, c.updated_at);
   },
+  /** Inserts a conversation and its first message (one write: both or neither). */
+  startConversation(db: Database.Database, args: { conversation: ConversationRecord; message: MessageRecord }): void {
+    const c = args.conversation;
+    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.created_at, c.updated_at);
+    insertMessage(db, args.message);
+  },
   /** Sets a conversation's status and updated_at. */
   setStatus(db: Database.Database, args: { id: string; status: ConversationStatus; at: string }): void {
     statements(db).setStatus.run(args.status, args.at, args.id);

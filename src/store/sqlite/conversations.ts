@@ -46,6 +46,9 @@ export function createConversations(db: Database.Database, writer: ConversationW
     create(c) {
       return writer.run('createConversation', c);
     },
+    start(conversation, message) {
+      return writer.run('startConversation', { conversation, message });
+    },
     async get(orgId, id) {
       const r = sql.conversationById.get(orgId, id) as Row | undefined;
       return r ? conversationFromRow(r) : undefined;

@@ -70,9 +70,9 @@ interface Pending {
 
 /**
  * A writer thread (writer.worker.ts, compiled) with its own connection to `file`, opened after the main
- * thread ran the migrations. The writes issued by one synchronous run of code are posted together at the
- * next microtask; one batch is in flight at a time, and writes issued meanwhile wait and go as the next
- * batch, so the batch grows with the load (one fsync for all of them). If the thread dies, the
+ * thread ran the migrations. A write that finds the thread idle is posted at once; one batch is in
+ * flight at a time, and writes issued meanwhile wait and go as the next batch, so the batch grows with
+ * the load (one fsync for all of them). If the thread dies, the
  * writes in flight reject with the reason and the next write starts a new thread.
  *
  * @throws Error when the compiled worker is missing (run `npm run build`).
@@ -84,7 +84,6 @@ export function createWorkerWriter(file: string, sync: SqliteSync): Conversation
   let queued: WriteRequest[] = [];
   let queuedWaiters: Pending[] = [];
   let inFlight: { id: number; waiters: Pending[] } | undefined;
-  let scheduled = false;
   let closed = false;
   let idle: (() => void) | undefined;
 
@@ -136,17 +135,10 @@ export function createWorkerWriter(file: string, sync: SqliteSync): Conversation
       return new Promise((resolve, reject) => {
         queued.push({ op, args });
         queuedWaiters.push({ resolve: resolve as (v: unknown) => void, reject });
-        if (!scheduled) {
-          scheduled = true;
-          // Writes issued by the same synchronous run of code go together, and go at once: a commit is
-          // on the latency path of every chat turn (its first event waits for it), so the batch is not
-          // held for the rest of the event-loop turn. Under load the batches still grow: while one is
-          // in flight, every write waits for the next.
-          queueMicrotask(() => {
-            scheduled = false;
-            send();
-          });
-        }
+        // Leader/follower group commit: a write that finds the thread idle leaves at once (a commit is on
+        // the latency path of every chat turn: its first event waits for it); while a batch is in flight,
+        // writes wait and leave together when it is answered, so batches grow with the load.
+        send();
       });
     },
     async close() {

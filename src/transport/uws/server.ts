@@ -62,11 +62,16 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
       responder.sendStreamHead(ex, turnId);
       return;
     }
-    const sink = openSseResponse(ex, turnId, {
-      onFinished: (extra) => { open.delete(ex); responder.finishLog(ex, extra); },
+    let detach: () => void = () => {};
+    // One cork: the status, the headers and the events the turn already has (at least its `conversation`
+    // event, often the first tokens) leave in one write.
+    ex.res.cork(() => {
+      const sink = openSseResponse(ex, turnId, {
+        onFinished: (extra) => { open.delete(ex); responder.finishLog(ex, extra); },
+      });
+      open.add(ex);
+      detach = opts.sse.attach(sink, result.channel, result.afterSeq);
     });
-    open.add(ex);
-    const detach = opts.sse.attach(sink, result.channel, result.afterSeq);
     ex.onAbort = () => {
       open.delete(ex);
       detach();

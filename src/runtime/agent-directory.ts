@@ -1,0 +1,50 @@
+import type { Store } from '../store/ports.js';
+import type { AgentRecord } from '../store/records.js';
+
+interface Entry {
+  agent: AgentRecord;
+  expiresAt: number;
+}
+
+/**
+ * Agents by organization and id, read through a small cache: every chat turn needs its agent, and the
+ * store read (and the JSON of its settings) is on the latency path of the first token. Entries live
+ * `ttlMs` (so a change made by another instance sharing the store shows within that time) and are
+ * dropped at once when this instance changes or deletes the agent (AgentService calls `invalidate`).
+ * At most `maxEntries` are kept; the oldest go first.
+ */
+export class AgentDirectory {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly store: Store, private readonly ttlMs = 2_000, private readonly maxEntries = 10_000) {}
+
+  /**
+   * The agent `agentId` of `orgId` (undefined when there is none): synchronously from the cache, else
+   * a promise of the store read. Returns the cached record itself: callers must not modify it.
+   */
+  get(orgId: string, agentId: string): AgentRecord | undefined | Promise<AgentRecord | undefined> {
+    const key = `${orgId}/${agentId}`;
+    const hit = this.entries.get(key);
+    const now = Date.now();
+    if (hit !== undefined && hit.expiresAt > now) return hit.agent;
+    return this.store.agents.get(orgId, agentId).then((agent) => {
+      if (agent !== undefined) this.remember(key, agent, now);
+      else this.entries.delete(key);
+      return agent;
+    });
+  }
+
+  /** Forgets the agent (after this instance changed or deleted it). */
+  invalidate(orgId: string, agentId: string): void {
+    this.entries.delete(`${orgId}/${agentId}`);
+  }
+
+  private remember(key: string, agent: AgentRecord, now: number): void {
+    this.entries.delete(key); // re-inserted last: the Map stays ordered oldest first
+    this.entries.set(key, { agent, expiresAt: now + this.ttlMs });
+    if (this.entries.size > this.maxEntries) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+  }
+}
