@@ -59,7 +59,7 @@ export async function bootstrapIfEmpty(deps: {
 
   const apiKey = generateApiKey();
   const keyId = newId('key');
-  await store.apiKeys.create({ id: keyId, org_id: orgId, name: 'Initial key', key_hash: hashApiKey(apiKey), last4: apiKey.slice(-4), created_at: now, revoked_at: null });
+  await store.apiKeys.create({ id: keyId, org_id: orgId, name: 'Initial key', key_hash: hashApiKey(apiKey), last4: apiKey.slice(-4), created_at: now, revoked_at: null, expires_at: null });
 
   const creds: InitialCredentials = { organization_id: orgId, agent_id: agentId, knowledge_base_id: kb.id, api_key_id: keyId, api_key: apiKey, created_at: now };
   await mkdir(deps.dataDir, { recursive: true });

@@ -48,7 +48,7 @@ export async function startTestServer(env: Record<string, string> = {}, opts: { 
     await store.organizations.create({ id: orgId, name, created_at: now });
     const apiKey = generateApiKey();
     const keyId = newId('key');
-    await store.apiKeys.create({ id: keyId, org_id: orgId, name: 'test', key_hash: hashApiKey(apiKey), last4: apiKey.slice(-4), created_at: now, revoked_at: null });
+    await store.apiKeys.create({ id: keyId, org_id: orgId, name: 'test', key_hash: hashApiKey(apiKey), last4: apiKey.slice(-4), created_at: now, revoked_at: null, expires_at: null });
     return { orgId, apiKey, keyId };
   }
   const first = await addOrganization();
