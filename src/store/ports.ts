@@ -27,6 +27,8 @@ export interface ApiKeysPort {
   create(rec: ApiKeyRecord): Promise<void>;
   /** The key whose hash is `keyHash`, revoked or not. */
   findByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /** The key `id` of `orgId`, revoked or not. */
+  get(orgId: string, id: string): Promise<ApiKeyRecord | undefined>;
   /** The organization's keys, revoked and expired ones included, newest first. Unknown cursor: AppError `validation_failed`. */
   list(orgId: string, page: PageRequest): Promise<Page<ApiKeyRecord>>;
   /** Revokes a key of `orgId` that is not yet revoked; false when there is no such key or it already was. */

@@ -189,6 +189,13 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.apiKeys.findByHash('hash-key_4')).toBeUndefined();
       });
 
+      it('gets a key by id within its organization only', async () => {
+        await store.apiKeys.create(apiKey('key_1'));
+        expect(await store.apiKeys.get(ORG_A, 'key_1')).toEqual(apiKey('key_1'));
+        expect(await store.apiKeys.get(ORG_B, 'key_1')).toBeUndefined();
+        expect(await store.apiKeys.get(ORG_A, 'key_missing')).toBeUndefined();
+      });
+
       it('rotates without a grace period by revoking the old key at once', async () => {
         await store.apiKeys.create(apiKey('key_1'));
         expect(await store.apiKeys.rotate(ORG_A, 'key_1', apiKey('key_2'), null, T1)).toBe(true);

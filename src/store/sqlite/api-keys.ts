@@ -21,6 +21,7 @@ export function createApiKeys(db: Database.Database): ApiKeysPort {
   const insert = db.prepare(
     'INSERT INTO api_keys (id, org_id, name, key_hash, last4, created_at, revoked_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
   const byHash = db.prepare('SELECT * FROM api_keys WHERE key_hash = ?');
+  const byId = db.prepare('SELECT * FROM api_keys WHERE org_id = ? AND id = ?');
   const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE org_id = ? AND id = ? AND revoked_at IS NULL');
   const usable = 'org_id = @org AND id = @id AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > @at)';
   const endNow = db.prepare(`UPDATE api_keys SET revoked_at = @at WHERE ${usable}`);
@@ -40,6 +41,10 @@ export function createApiKeys(db: Database.Database): ApiKeysPort {
     },
     async findByHash(hash) {
       const r = byHash.get(hash) as Row | undefined;
+      return r ? apiKeyFromRow(r) : undefined;
+    },
+    async get(orgId, id) {
+      const r = byId.get(orgId, id) as Row | undefined;
       return r ? apiKeyFromRow(r) : undefined;
     },
     async list(orgId, page) {
