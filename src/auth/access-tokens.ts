@@ -4,7 +4,8 @@
  * `sub` (the person's user id), `iat`, `exp`, `jti` and `client_id`, all required on verification. The
  * algorithm is pinned to EdDSA on verification and the `typ` checked (RFC 8725 sections 3.1 and 3.11),
  * so `alg: none`, HMAC tokens made with the public key and other token types are refused. Lifetime 900 s
- * (SPEC.md 5.5: about fifteen minutes).
+ * (SPEC.md 5.5: about fifteen minutes); a token whose `iat` is more than 900 s old is expired whatever its
+ * `exp` says.
  *
  * Keys: one active key signs; it is made on the first start and kept in the store (SigningKeysPort).
  * `parley keys rotate-signing` retires it and makes a new one; a retired key still verifies for
@@ -41,7 +42,10 @@ export const KEY_RELOAD_MIN_MS = 1000;
 /** Longest time the cached keys are trusted without a re-read (to learn retirements), ms. */
 export const KEY_RECHECK_MS = 60_000;
 
-/** A token that verified: whose it is, which token, which key signed it, when it expires (Unix s). */
+/**
+ * A token that verified: whose it is, which token (`jti`), which key signed it, and until when it is
+ * accepted (Unix s: its `exp`, or the end of its key's window if the key is retired and that is sooner).
+ */
 export interface VerifiedAccessToken {
   userId: string;
   tokenId: string;
@@ -148,7 +152,7 @@ export class AccessTokens {
     try {
       ({ payload, protectedHeader: header } = await jwtVerify(token, (h) => this.keyFor(h.kid, now), {
         algorithms: [ACCESS_TOKEN_ALG], issuer: ACCESS_TOKEN_ISSUER, audience: ACCESS_TOKEN_AUDIENCE, typ: ACCESS_TOKEN_TYPE,
-        requiredClaims: [...REQUIRED_CLAIMS], currentDate: new Date(now),
+        requiredClaims: [...REQUIRED_CLAIMS], currentDate: new Date(now), maxTokenAge: ACCESS_TOKEN_TTL_S,
       }));
     } catch (err) {
       if (err instanceof AppError) throw err;
@@ -160,9 +164,13 @@ export class AccessTokens {
       throw invalid('The access token is not valid.');
     }
     const result: VerifiedAccessToken = { userId: payload.sub, tokenId: payload.jti, kid: header.kid!, expiresAt: payload.exp };
-    this.verified.set(token, result);
+    // Remembered until it expires, or until its key's window closes if that is sooner.
+    const retiredAt = this.publicKeys.get(result.kid)?.retiredAt ?? null;
+    const windowEnd = retiredAt === null ? Number.POSITIVE_INFINITY : Math.floor(retiredAt / 1000) + ACCESS_TOKEN_TTL_S;
+    const accepted = { ...result, expiresAt: Math.min(result.expiresAt, windowEnd) };
+    this.verified.set(token, accepted);
     if (this.verified.size > this.cacheSize) this.verified.delete(this.verified.keys().next().value!);
-    return result;
+    return accepted;
   }
 
   /** The public key for `kid`, reloading the keys once (at most every KEY_RELOAD_MIN_MS) when it is unknown. */
