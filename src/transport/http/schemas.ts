@@ -134,8 +134,10 @@ export const LoginSchema = z.object({
   password: z.string().min(1).max(256),
 }).strict().meta({ id: 'LoginRequest' });
 
-export const RefreshSchema = z.object({ refresh_token: z.string().min(1).max(200) }).strict().meta({ id: 'RefreshRequest' });
-export const LogoutSchema = z.object({ refresh_token: z.string().min(1).max(200) }).strict().meta({ id: 'LogoutRequest' });
+// Any string up to 2 KiB is taken, so that a wrong kind of token (an access token, say) gets the 401 of a
+// wrong token rather than a 400.
+export const RefreshSchema = z.object({ refresh_token: z.string().min(1).max(2048) }).strict().meta({ id: 'RefreshRequest' });
+export const LogoutSchema = z.object({ refresh_token: z.string().min(1).max(2048) }).strict().meta({ id: 'LogoutRequest' });
 
 export const UserSchema = z.object({ id: z.string(), email: z.string() }).meta({ id: 'User' });
 export const UserOrganizationSchema = z.object({ id: z.string(), name: z.string(), role: RoleSchema }).meta({ id: 'UserOrganization' });
