@@ -8,8 +8,11 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 /** Three base64url segments: the JWS compact serialization (RFC 7515 section 7.1) of an access token. */
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
-/** What the Authorization header carries: nothing, a JWT-shaped bearer token, or anything else (API-key path). */
-export type BearerCredential = { kind: 'none' } | { kind: 'jwt'; token: string } | { kind: 'other'; header: string };
+/**
+ * What the Authorization header carries: nothing, a JWT-shaped bearer token, or anything else (the API-key
+ * path), with its bearer token when it has the Bearer scheme.
+ */
+export type BearerCredential = { kind: 'none' } | { kind: 'jwt'; token: string } | { kind: 'other'; token: string | undefined };
 
 /**
  * Classifies the Authorization header: absent or blank -> `none`; `Bearer <three base64url segments>` ->
@@ -19,8 +22,9 @@ export type BearerCredential = { kind: 'none' } | { kind: 'jwt'; token: string }
 export function classifyAuthorization(authorization: string | undefined): BearerCredential {
   if (authorization === undefined || authorization.trim() === '') return { kind: 'none' };
   const token = BEARER.exec(authorization)?.[1];
-  if (token !== undefined && JWT_SHAPE.test(token)) return { kind: 'jwt', token };
-  return { kind: 'other', header: authorization };
+  // An API key has no dot: one memchr settles the common case before the regex runs.
+  if (token !== undefined && token.includes('.') && JWT_SHAPE.test(token)) return { kind: 'jwt', token };
+  return { kind: 'other', token };
 }
 
 /**
@@ -38,12 +42,12 @@ export function refuseApiKeyInUrl(query: URLSearchParams): void {
 }
 
 /**
- * Resolves `Authorization: Bearer sk_...` to a principal (SPEC.md 5.2-5.3, API.md "Credentials") with one
- * store read. Throws AppError 401: `invalid_api_key` (not a Bearer API key, bad checksum, or unknown),
- * `revoked_api_key` (revoked, or rotated and past its grace period: `expires_at` at or before `nowIso`).
+ * Resolves the bearer token of `Authorization: Bearer sk_...` (undefined: the header was not a Bearer
+ * credential) to a principal (SPEC.md 5.2-5.3, API.md "Credentials") with one store read. Throws AppError
+ * 401: `invalid_api_key` (not a Bearer API key, bad checksum, or unknown), `revoked_api_key` (revoked, or
+ * rotated and past its grace period: `expires_at` at or before `now()`, ms).
  */
-export async function authenticateApiKey(apiKeys: ApiKeysPort, authorization: string, nowIso: string): Promise<ApiKeyPrincipal> {
-  const token = BEARER.exec(authorization)?.[1];
+export async function authenticateApiKey(apiKeys: ApiKeysPort, token: string | undefined, now: () => number): Promise<ApiKeyPrincipal> {
   if (token === undefined || !isWellFormedApiKey(token)) {
     throw new AppError('invalid_api_key', 'The API key is malformed; check that it was copied whole.');
   }
@@ -51,6 +55,6 @@ export async function authenticateApiKey(apiKeys: ApiKeysPort, authorization: st
   const rec = await apiKeys.findByHash(hash);
   if (!rec || !digestsEqual(rec.key_hash, hash)) throw new AppError('invalid_api_key', 'The API key is not valid.');
   if (rec.revoked_at !== null) throw new AppError('revoked_api_key', 'The API key has been revoked.');
-  if (rec.expires_at !== null && rec.expires_at <= nowIso) throw new AppError('revoked_api_key', 'The API key was rotated and its grace period is over.');
+  if (rec.expires_at !== null && Date.parse(rec.expires_at) <= now()) throw new AppError('revoked_api_key', 'The API key was rotated and its grace period is over.');
   return { kind: 'api_key', orgId: rec.org_id, credentialId: rec.id };
 }

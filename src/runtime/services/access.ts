@@ -78,7 +78,7 @@ export class AccessService {
       throw new AppError('missing_credentials', 'Send "Authorization: Bearer <API key or access token>".');
     }
     if (credential.kind === 'other') {
-      const principal = await authenticateApiKey(this.store.apiKeys, credential.header, new Date(this.now()).toISOString());
+      const principal = await authenticateApiKey(this.store.apiKeys, credential.token, this.now);
       if (!rule.credentials.includes('api_key')) {
         throw new AppError('forbidden', 'An API key cannot do this; sign in as an owner or admin (the dashboard).');
       }
