@@ -4,7 +4,7 @@
  *
  * Each attempt takes a token from the account's bucket and from the address's bucket before the password
  * is checked (so concurrent guesses count too, and a throttled attempt costs no hash); a successful
- * sign-in gives both back. So in effect failures are counted: an account allows `perAccount` failed
+ * sign-in, or one that could not be checked, gives both back. So in effect failures are counted: an account allows `perAccount` failed
  * attempts in a burst, then one more every `windowMs / perAccount`; an address likewise `perAddress`.
  */
 import { AppError } from '../errors/app-error.js';
@@ -22,7 +22,7 @@ export interface LoginThrottleOptions {
   now?: () => number;
 }
 
-/** What take() returns: hand it back to succeeded() after a successful sign-in. */
+/** What take() returns: hand it back to refund() after a successful sign-in. */
 export interface LoginAttempt {
   account: string;
   address: string;
@@ -54,8 +54,11 @@ export class LoginThrottle {
     return { account, address };
   }
 
-  /** A sign-in succeeded: its attempt is not held against the account or the address. */
-  succeeded(attempt: LoginAttempt): void {
+  /**
+   * The attempt does not count against the account or the address: it succeeded, or it was never
+   * checked (the server was overloaded or failed).
+   */
+  refund(attempt: LoginAttempt): void {
     this.accounts.refund(attempt.account);
     this.addresses.refund(attempt.address);
   }

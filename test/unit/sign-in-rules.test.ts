@@ -61,7 +61,7 @@ describe('login throttle', () => {
     const t = new LoginThrottle({ perAccount: 2, perAddress: 100, windowMs: 60_000, now: c.now });
     t.take('ada@example.com', '10.0.0.1');
     const ok = t.take('ada@example.com', '10.0.0.1');
-    t.succeeded(ok);
+    t.refund(ok);
     t.take('ada@example.com', '10.0.0.2');
     let error: unknown;
     try { t.take('ada@example.com', '10.0.0.3'); } catch (err) { error = err; }

@@ -71,10 +71,17 @@ export class SessionService {
   async login(email: string, password: string, address: string): Promise<Session> {
     const account = normalizeEmail(email);
     const attempt = this.throttle.take(account, address);
-    const user = await this.store.users.findByEmail(account);
-    const ok = await this.passwords.verify(user?.password_hash ?? null, password);
+    let user: UserRecord | undefined;
+    let ok: boolean;
+    try {
+      user = await this.store.users.findByEmail(account);
+      ok = await this.passwords.verify(user?.password_hash ?? null, password);
+    } catch (err) {
+      this.throttle.refund(attempt); // not checked (overloaded, store failure): not a failed guess
+      throw err;
+    }
     if (!ok || user === undefined) throw new AppError('invalid_credentials', 'The e-mail or the password is wrong.');
-    this.throttle.succeeded(attempt);
+    this.throttle.refund(attempt);
     await this.pruneNow();
     const now = this.now();
     const refreshToken = newOpaqueToken('rt');

@@ -43,6 +43,7 @@ export function pageView<T, V>(page: Page<T>, view: (t: T) => V): { data: V[]; h
   return { data: page.data.map(view), has_more: page.has_more };
 }
 
+/** A person as the API shows them: `{id, email}` (never the password hash). */
 export function userView(u: UserRecord) {
   return { id: u.id, email: u.email };
 }
@@ -55,6 +56,7 @@ export function sessionView(s: Session) {
   };
 }
 
+/** `GET /v1/me`: the person and `[{id, name, role}]` of their organizations. */
 export function meView(m: Me) {
   return { user: userView(m.user), organizations: m.organizations.map((o) => ({ id: o.id, name: o.name, role: o.role })) };
 }
@@ -69,6 +71,7 @@ export function issuedApiKeyView(k: IssuedApiKey) {
   return { ...apiKeyView(k.key), secret: k.secret };
 }
 
+/** A member of an organization: `{user_id, email, role, created_at}`. */
 export function memberView(m: MemberRecord) {
   return { user_id: m.user_id, email: m.email, role: m.role, created_at: m.created_at };
 }
