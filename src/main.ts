@@ -31,19 +31,22 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 
   if (config.bootstrap) {
-    const creds = await bootstrapIfEmpty({ store: parley.store, knowledge: parley.knowledge, logger, dataDir: config.dataDir, docsDir: config.docsDir });
+    const creds = await bootstrapIfEmpty({
+      store: parley.store, knowledge: parley.knowledge, directory: parley.directory, logger, dataDir: config.dataDir, docsDir: config.docsDir,
+    });
     if (creds) {
       const file = join(config.dataDir, CREDENTIALS_FILE);
       if (process.stdout.isTTY) {
         // Shown once, on the terminal only: stdout that is not a terminal (a pipe, a file, a container's
-        // log collector) is a log, and the key is a secret (API.md "Credentials").
+        // log collector) is a log, and the key and the password are secrets (API.md "Credentials").
         process.stdout.write([
           '',
-          'Parley is ready. This API key is shown once; it is also saved in',
+          'Parley is ready. These credentials are shown once; they are also saved in',
           `  ${file} (mode 0600)`,
           '',
-          `  API key:  ${creds.api_key}`,
-          `  Agent:    ${creds.agent_id} (Parley Guide)`,
+          `  API key:   ${creds.api_key}`,
+          `  Agent:     ${creds.agent_id} (Parley Guide)`,
+          `  Sign in:   ${creds.owner_email} / ${creds.owner_password} (owner of ${creds.organization_id})`,
           '',
           'Ask it something, streamed:',
           `  curl -N ${parley.url}/v1/agents/${creds.agent_id}/chat \\`,
@@ -53,8 +56,8 @@ async function main(): Promise<void> {
         ].join('\n') + '\n');
       } else {
         process.stdout.write(
-          `Parley is ready. Demo agent: ${creds.agent_id} (Parley Guide). Its API key is in ${file} (mode 0600); `
-          + 'it is printed only to a terminal, never to logs.\n',
+          `Parley is ready. Demo agent: ${creds.agent_id} (Parley Guide). Its API key and the sign-in of the owner `
+          + `(${creds.owner_email}) are in ${file} (mode 0600); secrets are printed only to a terminal, never to logs.\n`,
         );
       }
     } else {

@@ -1,3 +1,6 @@
+import { AccessTokens } from './auth/access-tokens.js';
+import { LoginThrottle } from './auth/login-throttle.js';
+import { PasswordHasher } from './auth/passwords.js';
 import type { Config } from './config/config.js';
 import { IngestionPool } from './knowledge/ingestion-pool.js';
 import { KnowledgeService } from './knowledge/knowledge-service.js';
@@ -10,6 +13,10 @@ import { ChatService } from './runtime/chat-service.js';
 import { EventBus } from './events/event-bus.js';
 import { AccessService } from './runtime/services/access.js';
 import { AgentService } from './runtime/services/agents.js';
+import { ApiKeyService } from './runtime/services/api-keys.js';
+import { DirectoryService } from './runtime/services/directory.js';
+import { MemberService } from './runtime/services/members.js';
+import { SessionService } from './runtime/services/sessions.js';
 import { ConversationService } from './runtime/services/conversations.js';
 import { HealthService } from './runtime/services/health.js';
 import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
@@ -18,6 +25,9 @@ import { createSqliteStore } from './store/sqlite/sqlite-store.js';
 import { createDispatcher } from './transport/http/dispatch.js';
 import { Router } from './transport/http/router.js';
 import { agentRoutes } from './transport/http/routes/agents.js';
+import { apiKeyRoutes } from './transport/http/routes/api-keys.js';
+import { authRoutes } from './transport/http/routes/auth.js';
+import { memberRoutes } from './transport/http/routes/members.js';
 import { chatRoutes } from './transport/http/routes/chat.js';
 import { knowledgeRoutes } from './transport/http/routes/knowledge.js';
 import { operationRoutes } from './transport/http/routes/operations.js';
@@ -36,6 +46,10 @@ export interface Parley {
   /** The store and the ingestion service, for the composition root's own work (bootstrap, tests). */
   store: Store;
   knowledge: KnowledgeService;
+  /** Organizations, persons and passwords (bootstrap, CLI-like work in tests). */
+  directory: DirectoryService;
+  /** Access tokens (tests sign and verify with them). */
+  tokens: AccessTokens;
   logger: Logger;
   /**
    * Graceful stop (SIGTERM): stop accepting connections, refuse new turns, let running turns finish
@@ -74,9 +88,19 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     onTurnEnd: (_turn, outcome) => metrics.turns.inc({ outcome }),
   });
 
-  const access = new AccessService(store);
+  const accessTokens = new AccessTokens(store.signingKeys);
+  await accessTokens.init();
+  const passwords = new PasswordHasher({ concurrency: config.auth.passwordHashConcurrency, maxWaiting: 1000 });
+  await passwords.prepare();
+  const throttle = new LoginThrottle({
+    perAccount: config.auth.loginFailuresPerAccount, perAddress: config.auth.loginFailuresPerAddress, windowMs: config.auth.loginWindowMs,
+  });
+  const access = new AccessService(store, accessTokens);
   const services: Services = {
     config, logger, access, chat,
+    sessions: new SessionService(store, accessTokens, passwords, throttle, { refreshIdleMs: config.auth.refreshIdleMs, refreshAbsoluteMs: config.auth.refreshAbsoluteMs }),
+    apiKeys: new ApiKeyService(store),
+    members: new MemberService(store),
     agents: new AgentService(store, models, agentDirectory),
     knowledgeBases: new KnowledgeBaseService(store, knowledge),
     conversations: new ConversationService(store),
@@ -84,7 +108,10 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     metricsText: () => metrics.text(),
   };
   const routes: RouteDef[] = [];
-  routes.push(...operationRoutes(services, () => routes), ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services));
+  routes.push(
+    ...operationRoutes(services, () => routes), ...authRoutes(services), ...apiKeyRoutes(services), ...memberRoutes(services),
+    ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services),
+  );
   await recover(store, knowledge, logger);
   const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
   const server = await startUwsServer({
@@ -100,6 +127,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     services,
     store,
     knowledge,
+    directory: new DirectoryService(store, passwords),
+    tokens: accessTokens,
     logger,
     close() {
       closing ??= (async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { link, mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
@@ -5,17 +6,27 @@ import { newId } from '../ids/ids.js';
 import type { KnowledgeService } from '../knowledge/knowledge-service.js';
 import type { Logger } from '../log/logger.js';
 import { DEFAULT_SAFETY } from '../moderation/safety-check.js';
+import type { DirectoryService } from '../runtime/services/directory.js';
 import type { Store } from '../store/ports.js';
 
-/** What the first start created; `api_key` is the only copy besides the 0600 credentials file. */
+/**
+ * What the first start created; `api_key` and `owner_password` exist only here and in the 0600
+ * credentials file (the store keeps hashes).
+ */
 export interface InitialCredentials {
   organization_id: string;
   agent_id: string;
   knowledge_base_id: string;
   api_key_id: string;
   api_key: string;
+  /** The demo organization's owner, who signs in to the dashboard with this e-mail and password. */
+  owner_email: string;
+  owner_password: string;
   created_at: string;
 }
+
+/** E-mail of the demo owner (example.com is reserved for examples, RFC 2606). */
+export const DEMO_OWNER_EMAIL = 'owner@example.com';
 
 /** Name of the credentials file in the data directory. */
 export const CREDENTIALS_FILE = 'initial-credentials.json';
@@ -23,11 +34,12 @@ export const CREDENTIALS_FILE = 'initial-credentials.json';
 /**
  * First-run bootstrap of an empty store, the way self-hosted services do it: a demo organization, a
  * knowledge base filled with every `*.md` of `docsDir` (through the ingestion pool), the demo agent
- * "Parley Guide", and one API key, written to `<dataDir>/initial-credentials.json` with mode 0600.
+ * "Parley Guide", one API key, and the organization's owner ({@link DEMO_OWNER_EMAIL} with a random
+ * 20-character password, about 120 bits), written to `<dataDir>/initial-credentials.json` with mode 0600.
  * Returns undefined (and does nothing) when the store already has an organization.
  */
 export async function bootstrapIfEmpty(deps: {
-  store: Store; knowledge: KnowledgeService; logger: Logger; dataDir: string; docsDir: string;
+  store: Store; knowledge: KnowledgeService; directory: DirectoryService; logger: Logger; dataDir: string; docsDir: string;
 }): Promise<InitialCredentials | undefined> {
   const { store, knowledge, logger } = deps;
   if ((await store.organizations.count()) > 0) return undefined;
@@ -59,9 +71,16 @@ export async function bootstrapIfEmpty(deps: {
 
   const apiKey = generateApiKey();
   const keyId = newId('key');
-  await store.apiKeys.create({ id: keyId, org_id: orgId, name: 'Initial key', key_hash: hashApiKey(apiKey), last4: apiKey.slice(-4), created_at: now, revoked_at: null });
+  await store.apiKeys.create({ id: keyId, org_id: orgId, name: 'Initial key', key_hash: hashApiKey(apiKey), last4: apiKey.slice(-4), created_at: now, revoked_at: null, expires_at: null });
 
-  const creds: InitialCredentials = { organization_id: orgId, agent_id: agentId, knowledge_base_id: kb.id, api_key_id: keyId, api_key: apiKey, created_at: now };
+  const ownerPassword = randomBytes(15).toString('base64url');
+  const owner = await deps.directory.createUser(DEMO_OWNER_EMAIL, ownerPassword);
+  await store.memberships.add({ org_id: orgId, user_id: owner.id, role: 'owner', created_at: now });
+
+  const creds: InitialCredentials = {
+    organization_id: orgId, agent_id: agentId, knowledge_base_id: kb.id, api_key_id: keyId, api_key: apiKey,
+    owner_email: owner.email, owner_password: ownerPassword, created_at: now,
+  };
   await mkdir(deps.dataDir, { recursive: true });
   // Written whole under a temporary name, then linked into place: a reader never sees half a file, and
   // an existing credentials file is never overwritten (link fails with EEXIST).

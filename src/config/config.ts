@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -40,7 +41,23 @@ const EnvSchema = z.object({
   PARLEY_ADMISSION_QUEUE: int(256, 0, 1_000_000),
   PARLEY_ADMISSION_WAIT_MS: int(100, 0, 60_000),
   PARLEY_MAX_LOOP_LAG_MS: int(40, 1, 3_600_000),
+  PARLEY_REFRESH_IDLE_DAYS: int(14, 1, 3650),
+  PARLEY_REFRESH_ABSOLUTE_DAYS: int(30, 1, 3650),
+  PARLEY_PASSWORD_HASH_CONCURRENCY: int(defaultHashConcurrency(), 1, 64),
+  PARLEY_LOGIN_FAILURES_PER_ACCOUNT: int(10, 1, 100_000),
+  PARLEY_LOGIN_FAILURES_PER_ADDRESS: int(100, 1, 1_000_000),
 });
+
+/**
+ * Password hashes computed at once by default: one core is kept for the event loop, and at most 2 hash
+ * (1 on a 2-core machine, 2 on 3 cores and more).
+ */
+function defaultHashConcurrency(): number {
+  return Math.min(2, Math.max(1, availableParallelism() - 1));
+}
+
+/** The window the sign-in failure limits count over, ms (15 minutes). */
+export const LOGIN_WINDOW_MS = 15 * 60_000;
 
 /** Parsed, frozen configuration. */
 export interface Config {
@@ -95,6 +112,15 @@ export interface Config {
    * refused with 503 overloaded.
    */
   admission: { maxInSetup: number; maxWaiting: number; maxWaitMs: number; maxLagMs: number; retryAfterSeconds: number };
+  /**
+   * Person sign-in: refresh tokens expire after `refreshIdleMs` unused and `refreshAbsoluteMs` after the
+   * login (ms); `passwordHashConcurrency` argon2 hashes run at once; failed sign-ins allowed per account
+   * and per client address within `loginWindowMs` (a token bucket each) before 429 rate_limited.
+   */
+  auth: {
+    refreshIdleMs: number; refreshAbsoluteMs: number; passwordHashConcurrency: number;
+    loginFailuresPerAccount: number; loginFailuresPerAddress: number; loginWindowMs: number;
+  };
 }
 
 /**
@@ -136,6 +162,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     admission: {
       maxInSetup: e.PARLEY_MAX_TURNS_IN_SETUP, maxWaiting: e.PARLEY_ADMISSION_QUEUE,
       maxWaitMs: e.PARLEY_ADMISSION_WAIT_MS, maxLagMs: e.PARLEY_MAX_LOOP_LAG_MS, retryAfterSeconds: 1,
+    },
+    auth: {
+      refreshIdleMs: e.PARLEY_REFRESH_IDLE_DAYS * 86_400_000, refreshAbsoluteMs: e.PARLEY_REFRESH_ABSOLUTE_DAYS * 86_400_000,
+      passwordHashConcurrency: e.PARLEY_PASSWORD_HASH_CONCURRENCY,
+      loginFailuresPerAccount: e.PARLEY_LOGIN_FAILURES_PER_ACCOUNT, loginFailuresPerAddress: e.PARLEY_LOGIN_FAILURES_PER_ADDRESS,
+      loginWindowMs: LOGIN_WINDOW_MS,
     },
   });
 }

@@ -15,12 +15,18 @@ export const ERROR_CATALOGUE = {
   invalid_token: { type: 'authentication_error', status: 401 },
   expired_token: { type: 'authentication_error', status: 401 },
   invalid_refresh_token: { type: 'authentication_error', status: 401 },
+  /** Login: one code for an unknown e-mail and a wrong password (API.md "Credentials"). */
+  invalid_credentials: { type: 'authentication_error', status: 401 },
   not_a_member: { type: 'permission_error', status: 403 },
   forbidden: { type: 'permission_error', status: 403 },
   not_found: { type: 'not_found_error', status: 404 },
   method_not_allowed: { type: 'invalid_request_error', status: 405 },
   conversation_closed: { type: 'conflict_error', status: 409 },
   turn_in_progress: { type: 'conflict_error', status: 409 },
+  /** An organization keeps at least one owner: its last owner cannot be removed or demoted. */
+  last_owner: { type: 'conflict_error', status: 409 },
+  /** POST /v1/members for a person who is already a member. */
+  already_member: { type: 'conflict_error', status: 409 },
   body_too_large: { type: 'payload_too_large_error', status: 413 },
   unsupported_content_type: { type: 'unsupported_media_type_error', status: 415 },
   rate_limited: { type: 'rate_limit_error', status: 429 },

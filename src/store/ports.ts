@@ -12,8 +12,9 @@
 import type { TurnError } from '../vocabulary/turn.js';
 import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
-  DocumentRecord, InterruptedTurn, KnowledgeBaseRecord, MessageRecord, NewChunk, OrganizationRecord, Page, PageRequest,
-  PendingDocument,
+  DocumentRecord, InterruptedTurn, KnowledgeBaseRecord, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
+  OrganizationRecord, Page, PageRequest, PendingDocument, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
+  SigningKeyRecord, SocketTicketRecord, UserOrganization, UserRecord,
 } from './records.js';
 
 export interface OrganizationsPort {
@@ -26,8 +27,116 @@ export interface ApiKeysPort {
   create(rec: ApiKeyRecord): Promise<void>;
   /** The key whose hash is `keyHash`, revoked or not. */
   findByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /** The key `id` of `orgId`, revoked or not. */
+  get(orgId: string, id: string): Promise<ApiKeyRecord | undefined>;
+  /** The organization's keys, revoked and expired ones included, newest first. Unknown cursor: AppError `validation_failed`. */
+  list(orgId: string, page: PageRequest): Promise<Page<ApiKeyRecord>>;
   /** Revokes a key of `orgId` that is not yet revoked; false when there is no such key or it already was. */
   revoke(orgId: string, id: string, at: string): Promise<boolean>;
+  /**
+   * Replaces key `id` of `orgId` by `next` in one conditional write: only a key that is still usable at
+   * `at` (not revoked, no `expires_at` at or before `at`) is rotated. The old key ends at `graceEndsAt`
+   * (its `expires_at`; an earlier `expires_at` it already had is kept), or, when `graceEndsAt` is null, is
+   * revoked at `at`. False (and nothing stored) when there is no such usable key.
+   */
+  rotate(orgId: string, id: string, next: ApiKeyRecord, graceEndsAt: string | null, at: string): Promise<boolean>;
+}
+
+export interface UsersPort {
+  /** Stores a new person; false (nothing stored) when `email` is already taken (emails compare exactly). */
+  create(rec: UserRecord): Promise<boolean>;
+  get(id: string): Promise<UserRecord | undefined>;
+  findByEmail(email: string): Promise<UserRecord | undefined>;
+  /** Sets the password hash; false when there is no such person. */
+  setPasswordHash(id: string, passwordHash: string, at: string): Promise<boolean>;
+  /**
+   * Deletes the person with their memberships, refresh-token families and socket tickets, in one
+   * conditional write: refused (`last_owner`, nothing deleted) when the person is the only owner of an
+   * organization.
+   */
+  delete(id: string): Promise<'deleted' | 'not_found' | 'last_owner'>;
+}
+
+/**
+ * Who belongs to which organization with which role. Every organization keeps at least one owner: the
+ * writes that could take the last one away are conditional writes that refuse with `last_owner`.
+ */
+export interface MembershipsPort {
+  /** Adds a membership; false (nothing stored) when the person already belongs to the organization. */
+  add(rec: MembershipRecord): Promise<boolean>;
+  /**
+   * The per-request check of a person token (one read): whether `userId` still exists and their role in
+   * `orgId`.
+   */
+  check(orgId: string, userId: string): Promise<MemberCheck>;
+  /** The member `userId` of `orgId` with their e-mail, or undefined. */
+  get(orgId: string, userId: string): Promise<MemberRecord | undefined>;
+  /**
+   * The organization's members, newest person first (descending user id). The cursor is a user id that
+   * must name a member of the organization; otherwise AppError `validation_failed`.
+   */
+  list(orgId: string, page: PageRequest): Promise<Page<MemberRecord>>;
+  /** Every organization of the person with their role there, by organization id. */
+  organizationsOf(userId: string): Promise<UserOrganization[]>;
+  /** Changes a member's role; `last_owner` (nothing changed) when that would leave `orgId` without an owner. */
+  setRole(orgId: string, userId: string, role: Role): Promise<'updated' | 'not_found' | 'last_owner'>;
+  /** Removes a member; `last_owner` (nothing changed) when they are the organization's only owner. */
+  remove(orgId: string, userId: string): Promise<'removed' | 'not_found' | 'last_owner'>;
+}
+
+/**
+ * Refresh-token families (RFC 9700 section 4.14.2): one family per login, one live token per family,
+ * every exchange a conditional write so that of two concurrent exchanges of one token exactly one wins.
+ */
+export interface RefreshTokensPort {
+  /** Stores a new family and its first token. */
+  startFamily(family: RefreshFamilyRecord, first: RefreshTokenRecord): Promise<void>;
+  /**
+   * Exchanges the token whose hash is `tokenHash` at time `at`: spends it (a conditional write that only
+   * a live token passes: unspent, `expires_at` after `at`, family neither revoked nor past its absolute
+   * expiry) and stores `next` in its family, with `next.expires_at` clamped to the family's absolute
+   * expiry (`next.family_id` is ignored). A token that was already spent revokes its family (reason
+   * `reuse`) in the same transaction. See RefreshRotation for the outcomes.
+   */
+  rotate(tokenHash: string, next: Omit<RefreshTokenRecord, 'family_id' | 'used_at'>, at: string): Promise<RefreshRotation>;
+  /**
+   * Revokes the family of the token whose hash is `tokenHash` (spent or live) with `reason`; false when
+   * the hash is unknown or the family was already revoked.
+   */
+  revokeFamilyOf(tokenHash: string, reason: string, at: string): Promise<boolean>;
+  /** Revokes every live family of the person (e.g. after a password change); how many. */
+  revokeAllOf(userId: string, reason: string, at: string): Promise<number>;
+  /** The family with this id, or undefined. */
+  getFamily(id: string): Promise<RefreshFamilyRecord | undefined>;
+  /** Deletes families (with their tokens) past their absolute expiry before `before`; how many. */
+  prune(before: string): Promise<number>;
+}
+
+/** Token signing keys: one active key signs; retired keys still verify the tokens they signed. */
+export interface SigningKeysPort {
+  /** The active key (the newest key that is not retired), or undefined when there is none yet. */
+  active(): Promise<SigningKeyRecord | undefined>;
+  /** The active key and every key retired after `retiredAfter`, newest first. */
+  verifiable(retiredAfter: string): Promise<SigningKeyRecord[]>;
+  /**
+   * Makes `candidate` the active key unless there already is one (a conditional write, so two processes
+   * starting at once agree on one key); returns the active key.
+   */
+  ensureActive(candidate: SigningKeyRecord): Promise<SigningKeyRecord>;
+  /** Retires every active key at `at` and makes `next` the active one, in one transaction; the kids retired. */
+  rotate(next: SigningKeyRecord, at: string): Promise<string[]>;
+}
+
+/** Single-use WebSocket tickets. */
+export interface SocketTicketsPort {
+  create(rec: SocketTicketRecord): Promise<void>;
+  /**
+   * Spends the ticket whose hash is `ticketHash` if it is unspent and `expires_at` is after `at` (a
+   * conditional write: of concurrent calls exactly one gets it); its record, or undefined.
+   */
+  consume(ticketHash: string, at: string): Promise<SocketTicketRecord | undefined>;
+  /** Deletes tickets that expired before `before`; how many. */
+  prune(before: string): Promise<number>;
 }
 
 export interface AgentsPort {
@@ -125,6 +234,11 @@ export interface Store {
   readonly kind: 'sqlite' | 'mongodb';
   organizations: OrganizationsPort;
   apiKeys: ApiKeysPort;
+  users: UsersPort;
+  memberships: MembershipsPort;
+  refreshTokens: RefreshTokensPort;
+  signingKeys: SigningKeysPort;
+  socketTickets: SocketTicketsPort;
   agents: AgentsPort;
   knowledge: KnowledgePort;
   conversations: ConversationsPort;

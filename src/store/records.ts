@@ -6,9 +6,10 @@ import type { DocumentContentType, DocumentStatus } from '../vocabulary/document
 import type { ConversationStatus } from '../vocabulary/conversation.js';
 import type { MessageRole, MessageStatus } from '../vocabulary/message.js';
 import type { ModelChoice, SafetySettings } from '../vocabulary/agent.js';
+import type { Role } from '../vocabulary/role.js';
 import type { Citation, FinishReason, ToolRun, TurnError, Usage } from '../vocabulary/turn.js';
 
-export type { ConversationStatus, DocumentStatus, MessageRole, MessageStatus, Citation, ToolRun, Usage, ModelChoice, SafetySettings };
+export type { ConversationStatus, DocumentStatus, MessageRole, MessageStatus, Citation, ToolRun, Usage, ModelChoice, SafetySettings, Role };
 
 /** A page request: `limit` 1..100, `after` an id cursor (exclusive). */
 export interface PageRequest {
@@ -38,6 +39,110 @@ export interface ApiKeyRecord {
   last4: string;
   created_at: string;
   revoked_at: string | null;
+  /**
+   * End of the grace period of a rotated key: the key works until this time (exclusive), then counts as
+   * revoked. Null when the key was never rotated with a grace period.
+   */
+  expires_at: string | null;
+}
+
+/** A person who can sign in. */
+export interface UserRecord {
+  id: string;
+  /** Normalized by the caller (src/auth/passwords.ts normalizeEmail: trimmed, lower-case); unique. */
+  email: string;
+  /** argon2id PHC string (src/auth/passwords.ts), or null: the person cannot sign in until one is set. */
+  password_hash: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A person's role in an organization. */
+export interface MembershipRecord {
+  org_id: string;
+  user_id: string;
+  role: Role;
+  created_at: string;
+}
+
+/** A membership with the person's e-mail, as member lists show it. */
+export interface MemberRecord extends MembershipRecord {
+  email: string;
+}
+
+/** One of a person's organizations with the person's role there. */
+export interface UserOrganization {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+/**
+ * What the store knows of a person token's subject in an organization (MembershipsPort.check): the person
+ * no longer exists, exists but is not a member, or is a member with `role`.
+ */
+export type MemberCheck = { status: 'no_user' } | { status: 'not_a_member' } | { status: 'member'; role: Role };
+
+/**
+ * A refresh-token family: every refresh token that descends, by rotation, from one login (RFC 9700
+ * section 4.14.2). Revoking the family ends the session.
+ */
+export interface RefreshFamilyRecord {
+  id: string;
+  user_id: string;
+  created_at: string;
+  /** No token of the family is accepted at or after this time (the absolute lifetime). */
+  absolute_expires_at: string;
+  revoked_at: string | null;
+  /** Why it was revoked: `logout`, `reuse` (a spent token came back), `password` (password changed). */
+  revoked_reason: string | null;
+}
+
+/** One refresh token of a family; only its SHA-256 hex is stored. */
+export interface RefreshTokenRecord {
+  token_hash: string;
+  family_id: string;
+  created_at: string;
+  /** Idle lifetime: not accepted at or after this time (never later than the family's absolute expiry). */
+  expires_at: string;
+  /** When it was exchanged (spent); null while it is the family's live token. */
+  used_at: string | null;
+}
+
+/**
+ * What RefreshTokensPort.rotate did: `rotated` (the token was live; it is now spent and `next` is the
+ * family's live token), or why it refused: `unknown` hash, family already `revoked`, token or family
+ * `expired`, or `reused`: the token was already spent, so the family has just been revoked (RFC 9700
+ * section 4.14.2).
+ */
+export type RefreshRotation =
+  | { status: 'rotated'; family: RefreshFamilyRecord; token: RefreshTokenRecord }
+  | { status: 'unknown' | 'revoked' | 'expired' }
+  | { status: 'reused'; family_id: string };
+
+/** A public JSON Web Key or a private one (RFC 7517), as exported by jose. */
+export type JwkRecord = Record<string, string>;
+
+/** A token signing key pair (Ed25519, RFC 8037), identified by `kid`. */
+export interface SigningKeyRecord {
+  kid: string;
+  /** JWS algorithm, `EdDSA`. */
+  algorithm: string;
+  public_jwk: JwkRecord;
+  private_jwk: JwkRecord;
+  created_at: string;
+  /** When a newer key replaced it for signing; null for the active key. */
+  retired_at: string | null;
+}
+
+/** A single-use WebSocket ticket (`wst_...`), stored as its SHA-256 hex. */
+export interface SocketTicketRecord {
+  ticket_hash: string;
+  user_id: string;
+  org_id: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
 }
 
 export interface AgentRecord {

@@ -13,6 +13,7 @@ import { AppError } from '../../src/errors/app-error.js';
 import type { Store } from '../../src/store/ports.js';
 import type {
   AgentRecord, ApiKeyRecord, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk,
+  RefreshFamilyRecord, RefreshTokenRecord, SigningKeyRecord, SocketTicketRecord, UserRecord,
 } from '../../src/store/records.js';
 
 /** One adapter under test: a store on fresh, empty storage. */
@@ -66,6 +67,33 @@ function message(id: string, conv: string, role: MessageRecord['role'], turn: st
 
 const chunk = (ord: number, text: string, heading = ''): NewChunk => ({ ord, heading, text });
 
+function user(id: string, email = `${id}@example.com`): UserRecord {
+  return { id, email, password_hash: `hash-of-${id}`, created_at: T0, updated_at: T0 };
+}
+
+function apiKey(id: string, org = ORG_A, extra: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
+  return { id, org_id: org, name: `key ${id}`, key_hash: `hash-${id}`, last4: id.slice(-4), created_at: T0, revoked_at: null, expires_at: null, ...extra };
+}
+
+const T4 = '2025-01-01T00:00:04.000Z';
+const T9 = '2025-01-01T00:00:09.000Z';
+
+function family(id: string, userId = 'usr_1', absolute = T9): RefreshFamilyRecord {
+  return { id, user_id: userId, created_at: T0, absolute_expires_at: absolute, revoked_at: null, revoked_reason: null };
+}
+
+function refreshToken(hash: string, familyId: string, expires = T4): RefreshTokenRecord {
+  return { token_hash: hash, family_id: familyId, created_at: T0, expires_at: expires, used_at: null };
+}
+
+function signingKey(kid: string, created_at = T0): SigningKeyRecord {
+  return { kid, algorithm: 'EdDSA', public_jwk: { kty: 'OKP', crv: 'Ed25519', x: `x-${kid}` }, private_jwk: { kty: 'OKP', crv: 'Ed25519', x: `x-${kid}`, d: `d-${kid}` }, created_at, retired_at: null };
+}
+
+function ticket(hash: string, expires = T2, userId = 'usr_1'): SocketTicketRecord {
+  return { ticket_hash: hash, user_id: userId, org_id: ORG_A, created_at: T0, expires_at: expires, used_at: null };
+}
+
 /** What an unknown cursor rejects with (ports.ts "Lists"). */
 function unknownCursor(thing: string) {
   return {
@@ -103,7 +131,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
     });
 
     describe('api keys', () => {
-      const key: ApiKeyRecord = { id: 'key_1', org_id: ORG_A, name: 'ci', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null };
+      const key: ApiKeyRecord = { id: 'key_1', org_id: ORG_A, name: 'ci', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null };
 
       beforeEach(async () => {
         await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
@@ -126,6 +154,313 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.apiKeys.revoke(ORG_B, 'key_1', T1)).toBe(false);
         expect(await store.apiKeys.revoke(ORG_A, 'key_missing', T1)).toBe(false);
         expect(await store.apiKeys.findByHash('h1')).toEqual(key);
+      });
+    });
+
+    describe('api keys: list and rotation', () => {
+      beforeEach(async () => {
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.organizations.create({ id: ORG_B, name: 'Bravo', created_at: T0 });
+      });
+
+      it('lists the organization\'s keys newest first, revoked ones included, with pages; a foreign cursor is a 400', async () => {
+        for (const id of ['key_1', 'key_2', 'key_3']) await store.apiKeys.create(apiKey(id));
+        await store.apiKeys.create(apiKey('key_9', ORG_B));
+        await store.apiKeys.revoke(ORG_A, 'key_2', T1);
+        const p1 = await store.apiKeys.list(ORG_A, { limit: 2 });
+        expect([ids(p1), p1.has_more]).toEqual([['key_3', 'key_2'], true]);
+        expect(p1.data[1]).toEqual(apiKey('key_2', ORG_A, { revoked_at: T1 }));
+        const p2 = await store.apiKeys.list(ORG_A, { limit: 2, after: 'key_2' });
+        expect([ids(p2), p2.has_more]).toEqual([['key_1'], false]);
+        expect(await store.apiKeys.list(ORG_B, { limit: 5 }).then(ids)).toEqual(['key_9']);
+        await expect(store.apiKeys.list(ORG_A, { limit: 2, after: 'key_9' })).rejects.toMatchObject(unknownCursor('API key'));
+      });
+
+      it('rotates with a grace period: the old key gets expires_at, the new key is stored', async () => {
+        await store.apiKeys.create(apiKey('key_1'));
+        expect(await store.apiKeys.rotate(ORG_A, 'key_1', apiKey('key_2', ORG_A, { created_at: T1 }), T3, T1)).toBe(true);
+        expect(await store.apiKeys.findByHash('hash-key_1')).toEqual(apiKey('key_1', ORG_A, { expires_at: T3 }));
+        expect(await store.apiKeys.findByHash('hash-key_2')).toEqual(apiKey('key_2', ORG_A, { created_at: T1 }));
+        // Rotating again inside the grace period never lengthens it.
+        expect(await store.apiKeys.rotate(ORG_A, 'key_1', apiKey('key_3'), T9, T2)).toBe(true);
+        expect((await store.apiKeys.findByHash('hash-key_1'))?.expires_at).toBe(T3);
+        // Once the grace period is over the old key can no longer be rotated.
+        expect(await store.apiKeys.rotate(ORG_A, 'key_1', apiKey('key_4'), null, T3)).toBe(false);
+        expect(await store.apiKeys.findByHash('hash-key_4')).toBeUndefined();
+      });
+
+      it('gets a key by id within its organization only', async () => {
+        await store.apiKeys.create(apiKey('key_1'));
+        expect(await store.apiKeys.get(ORG_A, 'key_1')).toEqual(apiKey('key_1'));
+        expect(await store.apiKeys.get(ORG_B, 'key_1')).toBeUndefined();
+        expect(await store.apiKeys.get(ORG_A, 'key_missing')).toBeUndefined();
+      });
+
+      it('rotates without a grace period by revoking the old key at once', async () => {
+        await store.apiKeys.create(apiKey('key_1'));
+        expect(await store.apiKeys.rotate(ORG_A, 'key_1', apiKey('key_2'), null, T1)).toBe(true);
+        expect(await store.apiKeys.findByHash('hash-key_1')).toEqual(apiKey('key_1', ORG_A, { revoked_at: T1 }));
+      });
+
+      it('refuses to rotate a revoked, foreign or unknown key, and stores nothing then', async () => {
+        await store.apiKeys.create(apiKey('key_1'));
+        await store.apiKeys.create(apiKey('key_r'));
+        await store.apiKeys.revoke(ORG_A, 'key_r', T1);
+        expect(await store.apiKeys.rotate(ORG_A, 'key_r', apiKey('key_x'), null, T2)).toBe(false);
+        expect(await store.apiKeys.rotate(ORG_B, 'key_1', apiKey('key_y', ORG_B), null, T2)).toBe(false);
+        expect(await store.apiKeys.rotate(ORG_A, 'key_missing', apiKey('key_z'), null, T2)).toBe(false);
+        expect(await store.apiKeys.list(ORG_A, { limit: 10 }).then(ids)).toEqual(['key_r', 'key_1']);
+        expect(await store.apiKeys.list(ORG_B, { limit: 10 })).toEqual({ data: [], has_more: false });
+      });
+
+      it('two concurrent rotations of one key: exactly one wins', async () => {
+        await store.apiKeys.create(apiKey('key_1'));
+        const results = await Promise.all([
+          store.apiKeys.rotate(ORG_A, 'key_1', apiKey('key_2'), null, T1),
+          store.apiKeys.rotate(ORG_A, 'key_1', apiKey('key_3'), null, T1),
+        ]);
+        expect([...results].sort()).toEqual([false, true]);
+        expect(await store.apiKeys.list(ORG_A, { limit: 10 }).then((p) => p.data.length)).toBe(2);
+      });
+    });
+
+    describe('users', () => {
+      it('stores and reads back a person by id and by e-mail; a taken e-mail is refused', async () => {
+        expect(await store.users.create(user('usr_1', 'ada@example.com'))).toBe(true);
+        expect(await store.users.get('usr_1')).toEqual(user('usr_1', 'ada@example.com'));
+        expect(await store.users.findByEmail('ada@example.com')).toEqual(user('usr_1', 'ada@example.com'));
+        expect(await store.users.create(user('usr_2', 'ada@example.com'))).toBe(false);
+        expect(await store.users.get('usr_2')).toBeUndefined();
+        expect(await store.users.findByEmail('nobody@example.com')).toBeUndefined();
+        expect(await store.users.get('usr_missing')).toBeUndefined();
+      });
+
+      it('keeps a person without a password as null, and sets a password hash', async () => {
+        await store.users.create({ ...user('usr_1'), password_hash: null });
+        expect((await store.users.get('usr_1'))?.password_hash).toBeNull();
+        expect(await store.users.setPasswordHash('usr_1', 'new-hash', T2)).toBe(true);
+        expect(await store.users.get('usr_1')).toEqual({ ...user('usr_1'), password_hash: 'new-hash', updated_at: T2 });
+        expect(await store.users.setPasswordHash('usr_missing', 'x', T2)).toBe(false);
+      });
+
+      it('deletes a person with their memberships, sessions and tickets, but never an organization\'s only owner', async () => {
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.users.create(user('usr_1'));
+        await store.users.create(user('usr_2'));
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_1', role: 'owner', created_at: T0 });
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_2', role: 'admin', created_at: T0 });
+        await store.refreshTokens.startFamily(family('fam_2', 'usr_2'), refreshToken('rt-2', 'fam_2'));
+        await store.socketTickets.create(ticket('wst-2', T2, 'usr_2'));
+        expect(await store.users.delete('usr_1')).toBe('last_owner');
+        expect(await store.memberships.check(ORG_A, 'usr_1')).toEqual({ status: 'member', role: 'owner' });
+        expect(await store.users.delete('usr_2')).toBe('deleted');
+        expect(await store.users.get('usr_2')).toBeUndefined();
+        expect(await store.memberships.check(ORG_A, 'usr_2')).toEqual({ status: 'no_user' });
+        expect(await store.refreshTokens.getFamily('fam_2')).toBeUndefined();
+        expect(await store.socketTickets.consume('wst-2', T1)).toBeUndefined();
+        expect(await store.users.delete('usr_2')).toBe('not_found');
+        // With a second owner the first one can go.
+        await store.users.create(user('usr_3'));
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_3', role: 'owner', created_at: T0 });
+        expect(await store.users.delete('usr_1')).toBe('deleted');
+      });
+    });
+
+    describe('memberships', () => {
+      beforeEach(async () => {
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.organizations.create({ id: ORG_B, name: 'Bravo', created_at: T0 });
+        for (const id of ['usr_1', 'usr_2', 'usr_3', 'usr_4']) await store.users.create(user(id));
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_1', role: 'owner', created_at: T1 });
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_2', role: 'admin', created_at: T2 });
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_3', role: 'operator', created_at: T3 });
+        await store.memberships.add({ org_id: ORG_B, user_id: 'usr_3', role: 'owner', created_at: T3 });
+      });
+
+      it('check tells a member\'s role, a non-member, and a person who does not exist', async () => {
+        expect(await store.memberships.check(ORG_A, 'usr_2')).toEqual({ status: 'member', role: 'admin' });
+        expect(await store.memberships.check(ORG_B, 'usr_1')).toEqual({ status: 'not_a_member' });
+        expect(await store.memberships.check('org_missing', 'usr_1')).toEqual({ status: 'not_a_member' });
+        expect(await store.memberships.check(ORG_A, 'usr_missing')).toEqual({ status: 'no_user' });
+      });
+
+      it('adds once: a second add for the same person and organization is false and changes nothing', async () => {
+        expect(await store.memberships.add({ org_id: ORG_A, user_id: 'usr_2', role: 'owner', created_at: T4 })).toBe(false);
+        expect(await store.memberships.get(ORG_A, 'usr_2')).toEqual({ org_id: ORG_A, user_id: 'usr_2', role: 'admin', created_at: T2, email: 'usr_2@example.com' });
+        expect(await store.memberships.add({ org_id: ORG_B, user_id: 'usr_4', role: 'operator', created_at: T4 })).toBe(true);
+      });
+
+      it('lists an organization\'s members newest person first with e-mails and pages; a non-member cursor is a 400', async () => {
+        const p1 = await store.memberships.list(ORG_A, { limit: 2 });
+        expect([p1.data.map((m) => [m.user_id, m.role, m.email]), p1.has_more]).toEqual([[['usr_3', 'operator', 'usr_3@example.com'], ['usr_2', 'admin', 'usr_2@example.com']], true]);
+        const p2 = await store.memberships.list(ORG_A, { limit: 2, after: 'usr_2' });
+        expect([p2.data.map((m) => m.user_id), p2.has_more]).toEqual([['usr_1'], false]);
+        expect(await store.memberships.list(ORG_B, { limit: 5 }).then((p) => p.data.map((m) => m.user_id))).toEqual(['usr_3']);
+        await expect(store.memberships.list(ORG_B, { limit: 2, after: 'usr_1' })).rejects.toMatchObject(unknownCursor('member'));
+      });
+
+      it('organizationsOf lists each organization of a person with the role, by organization id', async () => {
+        expect(await store.memberships.organizationsOf('usr_3')).toEqual([
+          { id: ORG_A, name: 'Acme', role: 'operator' }, { id: ORG_B, name: 'Bravo', role: 'owner' },
+        ]);
+        expect(await store.memberships.organizationsOf('usr_4')).toEqual([]);
+      });
+
+      it('setRole changes a role, but never demotes the only owner', async () => {
+        expect(await store.memberships.setRole(ORG_A, 'usr_3', 'admin')).toBe('updated');
+        expect(await store.memberships.check(ORG_A, 'usr_3')).toEqual({ status: 'member', role: 'admin' });
+        expect(await store.memberships.setRole(ORG_A, 'usr_1', 'admin')).toBe('last_owner');
+        expect(await store.memberships.setRole(ORG_A, 'usr_1', 'owner')).toBe('updated');
+        expect(await store.memberships.setRole(ORG_A, 'usr_4', 'admin')).toBe('not_found');
+        expect(await store.memberships.setRole(ORG_B, 'usr_1', 'admin')).toBe('not_found');
+        expect(await store.memberships.check(ORG_A, 'usr_1')).toEqual({ status: 'member', role: 'owner' });
+        // With a second owner, the first may step down.
+        expect(await store.memberships.setRole(ORG_A, 'usr_2', 'owner')).toBe('updated');
+        expect(await store.memberships.setRole(ORG_A, 'usr_1', 'operator')).toBe('updated');
+      });
+
+      it('remove takes a member out, but never the only owner', async () => {
+        expect(await store.memberships.remove(ORG_A, 'usr_1')).toBe('last_owner');
+        expect(await store.memberships.remove(ORG_A, 'usr_3')).toBe('removed');
+        expect(await store.memberships.remove(ORG_A, 'usr_3')).toBe('not_found');
+        expect(await store.memberships.check(ORG_A, 'usr_3')).toEqual({ status: 'not_a_member' });
+        expect(await store.memberships.check(ORG_B, 'usr_3')).toEqual({ status: 'member', role: 'owner' });
+      });
+
+      it('two concurrent demotions of an organization\'s two owners: exactly one succeeds, an owner remains', async () => {
+        await store.memberships.setRole(ORG_A, 'usr_2', 'owner');
+        const results = await Promise.all([store.memberships.setRole(ORG_A, 'usr_1', 'admin'), store.memberships.setRole(ORG_A, 'usr_2', 'admin')]);
+        expect([...results].sort()).toEqual(['last_owner', 'updated']);
+        const owners = (await store.memberships.list(ORG_A, { limit: 5 })).data.filter((m) => m.role === 'owner').map((m) => m.user_id);
+        expect(owners).toHaveLength(1);
+        const removals = await Promise.all([store.memberships.remove(ORG_A, owners[0]!), store.memberships.remove(ORG_A, 'usr_3')]);
+        expect(removals).toEqual(['last_owner', 'removed']);
+      });
+    });
+
+    describe('refresh tokens', () => {
+      beforeEach(async () => {
+        await store.users.create(user('usr_1'));
+        await store.refreshTokens.startFamily(family('fam_1'), refreshToken('rt-1', 'fam_1'));
+      });
+      const next = (hash: string, expires = T4, created = T1) => ({ token_hash: hash, created_at: created, expires_at: expires });
+
+      it('rotates a live token: it is spent, the next one is live, the family is returned', async () => {
+        expect(await store.refreshTokens.rotate('rt-1', next('rt-2'), T1)).toEqual({
+          status: 'rotated', family: family('fam_1'), token: { token_hash: 'rt-2', family_id: 'fam_1', created_at: T1, expires_at: T4, used_at: null },
+        });
+        expect(await store.refreshTokens.rotate('rt-2', next('rt-3', T4, T2), T2)).toMatchObject({ status: 'rotated', token: { token_hash: 'rt-3' } });
+      });
+
+      it('clamps the next token\'s expiry to the family\'s absolute expiry', async () => {
+        await store.refreshTokens.startFamily(family('fam_2', 'usr_1', T3), refreshToken('rt-a', 'fam_2', T2));
+        expect(await store.refreshTokens.rotate('rt-a', next('rt-b', T9), T1)).toMatchObject({ status: 'rotated', token: { expires_at: T3 } });
+        expect(await store.refreshTokens.rotate('rt-b', next('rt-c', T9), T3)).toEqual({ status: 'expired' });
+      });
+
+      it('a spent token presented again revokes the whole family (RFC 9700 4.14.2)', async () => {
+        await store.refreshTokens.rotate('rt-1', next('rt-2'), T1);
+        expect(await store.refreshTokens.rotate('rt-1', next('rt-x'), T2)).toEqual({ status: 'reused', family_id: 'fam_1' });
+        expect(await store.refreshTokens.getFamily('fam_1')).toEqual({ ...family('fam_1'), revoked_at: T2, revoked_reason: 'reuse' });
+        expect(await store.refreshTokens.rotate('rt-2', next('rt-y'), T2)).toEqual({ status: 'revoked' });
+        expect(await store.refreshTokens.rotate('rt-1', next('rt-z'), T3)).toEqual({ status: 'revoked' });
+      });
+
+      it('refuses an unknown token and an idle-expired one', async () => {
+        expect(await store.refreshTokens.rotate('rt-missing', next('rt-2'), T1)).toEqual({ status: 'unknown' });
+        expect(await store.refreshTokens.rotate('rt-1', next('rt-2'), T4)).toEqual({ status: 'expired' });
+        expect(await store.refreshTokens.getFamily('fam_1')).toEqual(family('fam_1'));
+      });
+
+      it('two concurrent exchanges of one token: exactly one is rotated, the other revokes the family', async () => {
+        const results = await Promise.all([
+          store.refreshTokens.rotate('rt-1', next('rt-a'), T1),
+          store.refreshTokens.rotate('rt-1', next('rt-b'), T1),
+        ]);
+        expect(results.map((r) => r.status).sort()).toEqual(['reused', 'rotated']);
+        // The winner's next token died with the family; the loser's was never stored.
+        const after = await Promise.all([store.refreshTokens.rotate('rt-a', next('rt-c'), T2), store.refreshTokens.rotate('rt-b', next('rt-d'), T2)]);
+        expect(after.map((r) => r.status).sort()).toEqual(['revoked', 'unknown']);
+      });
+
+      it('revokeFamilyOf ends the session from any of its tokens, once', async () => {
+        await store.refreshTokens.rotate('rt-1', next('rt-2'), T1);
+        expect(await store.refreshTokens.revokeFamilyOf('rt-1', 'logout', T2)).toBe(true);
+        expect(await store.refreshTokens.revokeFamilyOf('rt-2', 'logout', T3)).toBe(false);
+        expect(await store.refreshTokens.revokeFamilyOf('rt-missing', 'logout', T3)).toBe(false);
+        expect(await store.refreshTokens.getFamily('fam_1')).toEqual({ ...family('fam_1'), revoked_at: T2, revoked_reason: 'logout' });
+        expect(await store.refreshTokens.rotate('rt-2', next('rt-3'), T3)).toEqual({ status: 'revoked' });
+      });
+
+      it('revokeAllOf ends every live session of one person only', async () => {
+        await store.users.create(user('usr_2'));
+        await store.refreshTokens.startFamily(family('fam_2'), refreshToken('rt-b', 'fam_2'));
+        await store.refreshTokens.startFamily(family('fam_3', 'usr_2'), refreshToken('rt-c', 'fam_3'));
+        expect(await store.refreshTokens.revokeAllOf('usr_1', 'password', T1)).toBe(2);
+        expect(await store.refreshTokens.revokeAllOf('usr_1', 'password', T2)).toBe(0);
+        expect(await store.refreshTokens.rotate('rt-b', next('rt-d'), T2)).toEqual({ status: 'revoked' });
+        expect(await store.refreshTokens.rotate('rt-c', next('rt-e'), T2)).toMatchObject({ status: 'rotated' });
+      });
+
+      it('prune deletes families past their absolute expiry, with their tokens', async () => {
+        await store.refreshTokens.startFamily(family('fam_old', 'usr_1', T2), refreshToken('rt-old', 'fam_old', T1));
+        expect(await store.refreshTokens.prune(T3)).toBe(1);
+        expect(await store.refreshTokens.getFamily('fam_old')).toBeUndefined();
+        expect(await store.refreshTokens.rotate('rt-old', next('rt-x'), T0)).toEqual({ status: 'unknown' });
+        expect(await store.refreshTokens.getFamily('fam_1')).toEqual(family('fam_1'));
+      });
+    });
+
+    describe('signing keys', () => {
+      it('has no active key at first; ensureActive stores the candidate once and then returns the existing key', async () => {
+        expect(await store.signingKeys.active()).toBeUndefined();
+        expect(await store.signingKeys.ensureActive(signingKey('kid_1'))).toEqual(signingKey('kid_1'));
+        expect(await store.signingKeys.ensureActive(signingKey('kid_2'))).toEqual(signingKey('kid_1'));
+        expect(await store.signingKeys.active()).toEqual(signingKey('kid_1'));
+        expect(await store.signingKeys.verifiable(T0)).toEqual([signingKey('kid_1')]);
+      });
+
+      it('two concurrent ensureActive calls agree on one key', async () => {
+        const [a, b] = await Promise.all([store.signingKeys.ensureActive(signingKey('kid_a')), store.signingKeys.ensureActive(signingKey('kid_b'))]);
+        expect(a).toEqual(b);
+        expect(['kid_a', 'kid_b']).toContain(a.kid);
+        expect(await store.signingKeys.verifiable(T0)).toEqual([a]);
+      });
+
+      it('rotate retires the active key and activates the next; retired keys verify until their window ends', async () => {
+        await store.signingKeys.ensureActive(signingKey('kid_1'));
+        expect(await store.signingKeys.rotate(signingKey('kid_2', T1), T1)).toEqual(['kid_1']);
+        expect(await store.signingKeys.active()).toEqual(signingKey('kid_2', T1));
+        expect(await store.signingKeys.rotate(signingKey('kid_3', T3), T3)).toEqual(['kid_2']);
+        expect((await store.signingKeys.verifiable(T0)).map((k) => [k.kid, k.retired_at])).toEqual([['kid_3', null], ['kid_2', T3], ['kid_1', T1]]);
+        expect((await store.signingKeys.verifiable(T1)).map((k) => k.kid)).toEqual(['kid_3', 'kid_2']);
+        expect((await store.signingKeys.verifiable(T3)).map((k) => k.kid)).toEqual(['kid_3']);
+      });
+    });
+
+    describe('socket tickets', () => {
+      beforeEach(async () => {
+        await store.users.create(user('usr_1'));
+        await store.socketTickets.create(ticket('wst-1', T2));
+      });
+
+      it('is consumed once, before it expires', async () => {
+        expect(await store.socketTickets.consume('wst-1', T1)).toEqual({ ...ticket('wst-1', T2), used_at: T1 });
+        expect(await store.socketTickets.consume('wst-1', T1)).toBeUndefined();
+        await store.socketTickets.create(ticket('wst-2', T2));
+        expect(await store.socketTickets.consume('wst-2', T2)).toBeUndefined();
+        expect(await store.socketTickets.consume('wst-missing', T0)).toBeUndefined();
+      });
+
+      it('two concurrent consumptions: exactly one gets the ticket', async () => {
+        const results = await Promise.all([store.socketTickets.consume('wst-1', T1), store.socketTickets.consume('wst-1', T1)]);
+        expect(results.filter((r) => r !== undefined).map((r) => r.ticket_hash)).toEqual(['wst-1']);
+      });
+
+      it('prune deletes expired tickets only', async () => {
+        await store.socketTickets.create(ticket('wst-2', T4));
+        expect(await store.socketTickets.prune(T3)).toBe(1);
+        expect(await store.socketTickets.consume('wst-2', T3)).toMatchObject({ ticket_hash: 'wst-2' });
       });
     });
 
@@ -521,7 +856,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
     describe('durability', () => {
       it('what a resolved promise stored is read back by a new connection after the store is closed', async () => {
         await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
-        await store.apiKeys.create({ id: 'key_1', org_id: ORG_A, name: 'ci', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null });
+        await store.apiKeys.create({ id: 'key_1', org_id: ORG_A, name: 'ci', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
         await store.apiKeys.revoke(ORG_A, 'key_1', T1);
         await store.agents.create(agent('agt_1'));
         await store.agents.update(ORG_A, 'agt_1', { name: 'Renamed' }, T1);
@@ -535,6 +870,20 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'));
         await store.conversations.setStatus('conv_1', 'closed', T2);
         const [lost] = await store.conversations.failInterruptedTurns({ type: 'api_error', code: 'interrupted', message: 'm' }, T3);
+        await store.apiKeys.create(apiKey('key_2'));
+        await store.apiKeys.rotate(ORG_A, 'key_2', apiKey('key_3'), T9, T1);
+        await store.users.create(user('usr_1'));
+        await store.users.create(user('usr_2'));
+        await store.users.setPasswordHash('usr_1', 'argon', T1);
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_1', role: 'owner', created_at: T0 });
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_2', role: 'operator', created_at: T0 });
+        await store.memberships.setRole(ORG_A, 'usr_2', 'admin');
+        await store.refreshTokens.startFamily(family('fam_1'), refreshToken('rt-1', 'fam_1'));
+        await store.refreshTokens.rotate('rt-1', { token_hash: 'rt-2', created_at: T1, expires_at: T4 }, T1);
+        await store.signingKeys.ensureActive(signingKey('kid_1'));
+        await store.signingKeys.rotate(signingKey('kid_2', T1), T1);
+        await store.socketTickets.create(ticket('wst-1', T2));
+        await store.socketTickets.consume('wst-1', T1);
         await store.close();
 
         const again = await sut.reopen();
@@ -548,6 +897,13 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(pending.map((p) => [p.document.id, Array.from(p.content as Uint8Array)])).toEqual([['doc_2', [1, 2, 3]]]);
         expect((await again.conversations.get(ORG_A, 'conv_1'))?.status).toBe('closed');
         expect(await again.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 }).then(ids)).toEqual(['msg_1', lost!.message_id]);
+        expect((await again.apiKeys.findByHash('hash-key_2'))?.expires_at).toBe(T9);
+        expect(await again.apiKeys.findByHash('hash-key_3')).toEqual(apiKey('key_3'));
+        expect((await again.users.findByEmail('usr_1@example.com'))?.password_hash).toBe('argon');
+        expect(await again.memberships.organizationsOf('usr_2')).toEqual([{ id: ORG_A, name: 'Acme', role: 'admin' }]);
+        expect(await again.refreshTokens.rotate('rt-1', { token_hash: 'rt-9', created_at: T2, expires_at: T4 }, T2)).toEqual({ status: 'reused', family_id: 'fam_1' });
+        expect((await again.signingKeys.verifiable(T0)).map((k) => [k.kid, k.retired_at])).toEqual([['kid_2', null], ['kid_1', T1]]);
+        expect(await again.socketTickets.consume('wst-1', T1)).toBeUndefined();
       });
     });
   });

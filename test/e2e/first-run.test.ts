@@ -26,9 +26,20 @@ describe('npm start on an empty data dir', () => {
     await waitFor(() => (first.stdout().includes('Parley is ready.') ? true : undefined), 20_000, 'ready line');
     expect(statSync(credsFile).mode & 0o777).toBe(0o600);
     // stdout is a pipe here, not a terminal: it names the credentials file instead of printing the key.
-    expect(first.stdout()).toContain(`Its API key is in ${credsFile} (mode 0600)`);
+    expect(first.stdout()).toContain(`Its API key and the sign-in of the owner (owner@example.com) are in ${credsFile} (mode 0600)`);
     expect(first.stdout()).toContain(creds.agent_id);
     expect(first.stdout()).not.toContain(creds.api_key);
+    expect(first.stdout()).not.toContain(creds.owner_password);
+    // The demo owner signs in with what the file holds, and owns the demo organization.
+    expect(creds.owner_email).toBe('owner@example.com');
+    expect(creds.owner_password).toMatch(/^[A-Za-z0-9_-]{20}$/);
+    const login = await fetch(`${first.url}/v1/auth/login`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: creds.owner_email, password: creds.owner_password }),
+    });
+    expect(login.status).toBe(200);
+    const session = await login.json() as { organizations: unknown[] };
+    expect(session.organizations).toEqual([{ id: creds.organization_id, name: 'Demo organization', role: 'owner' }]);
 
     const { events } = await readSse(`${first.url}/v1/agents/${creds.agent_id}/chat`, {
       method: 'POST',

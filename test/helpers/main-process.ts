@@ -57,11 +57,11 @@ export function exitOf(child: ChildProcess): Promise<number | null> {
 }
 
 /** The first-run credentials of `dataDir` once the bootstrap wrote them (waits up to 20 s). */
-export function credentialsOf(dataDir: string): Promise<{ api_key: string; agent_id: string }> {
+export function credentialsOf(dataDir: string): Promise<{ api_key: string; agent_id: string; organization_id: string; owner_email: string; owner_password: string }> {
   const file = join(dataDir, 'initial-credentials.json');
   return waitFor(() => {
     if (!existsSync(file)) return undefined;
     // The file can exist a moment before its content is written: read again until it parses.
-    try { return JSON.parse(readFileSync(file, 'utf8')) as { api_key: string; agent_id: string }; } catch { return undefined; }
+    try { return JSON.parse(readFileSync(file, 'utf8')) as { api_key: string; agent_id: string; organization_id: string; owner_email: string; owner_password: string }; } catch { return undefined; }
   }, 20_000, 'credentials');
 }

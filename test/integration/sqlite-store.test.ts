@@ -77,7 +77,7 @@ describe('sqlite: migrations', () => {
     v1.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(2);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(3);
     expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(s.db.pragma('foreign_key_check')).toEqual([]);
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
@@ -114,11 +114,28 @@ describe('sqlite: migrations', () => {
     expect(after.prepare(`SELECT name FROM sqlite_schema WHERE name IN ('messages_new', 'document_sources')`).all()).toEqual([]);
   });
 
+  it('migrates a version-2 directory: its API keys keep working (no expires_at) and the people tables start empty', async () => {
+    const dir = tempDir();
+    const v2 = version1(dir);
+    v2.pragma('foreign_keys = OFF');
+    v2.exec(MIGRATIONS[1]!);
+    v2.pragma('user_version = 2');
+    v2.prepare(`INSERT INTO organizations VALUES ('org_A', 'Acme', ?)`).run(T0);
+    v2.prepare(`INSERT INTO api_keys VALUES ('key_1', 'org_A', 'old', 'h1', 'abcd', ?, NULL)`).run(T0);
+    v2.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(3);
+    expect(await s.apiKeys.findByHash('h1')).toEqual({ id: 'key_1', org_id: 'org_A', name: 'old', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
+    expect(await s.memberships.organizationsOf('usr_1')).toEqual([]);
+    expect(await s.signingKeys.active()).toBeUndefined();
+  });
+
   it('opens an up-to-date directory again without migrating', () => {
     const dir = tempDir();
     store(dir).db.close();
     const again = store(dir);
-    expect(again.db.pragma('user_version', { simple: true })).toBe(2);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(3);
     expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 });
@@ -159,7 +176,7 @@ describe('sqlite: group commit', () => {
       // A deferred foreign key is checked at COMMIT: the statement passes, the commit fails.
       commits.write(() => {
         db.pragma('defer_foreign_keys = ON');
-        db.prepare(`INSERT INTO api_keys VALUES ('key_1', 'org_missing', 'k', 'hash', 'abcd', ?, NULL)`).run(T0);
+        db.prepare(`INSERT INTO api_keys (id, org_id, name, key_hash, last4, created_at) VALUES ('key_1', 'org_missing', 'k', 'hash', 'abcd', ?)`).run(T0);
       }),
       commits.write(() => { throw new Error('fails on its own'); }),
       commits.write(conv('conv_2')),

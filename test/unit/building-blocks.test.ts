@@ -37,7 +37,7 @@ describe('toFtsQuery', () => {
 
 describe('Router', () => {
   const route = (method: RouteDef['method'], path: string): RouteDef =>
-    ({ method, path, summary: '', tag: '', auth: 'none', responses: [], handle: () => ({ kind: 'empty', status: 204 }) });
+    ({ method, path, summary: '', tag: '', access: { credentials: [], roles: null }, responses: [], handle: () => ({ kind: 'empty', status: 204 }) });
   const router = new Router([route('GET', '/v1/agents'), route('POST', '/v1/agents'), route('GET', '/v1/agents/{agent_id}'), route('POST', '/v1/agents/{agent_id}/chat')]);
 
   it('matches templates and decodes params', () => {

@@ -72,6 +72,40 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX documents_processing ON documents(created_at, id) WHERE status = 'processing';
   INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 0);
   `,
+  // 3: people sign in. Persons, their memberships (roles), refresh-token families and tokens (hashes
+  // only), token signing keys (at most one active: the partial unique index), single-use socket tickets
+  // (hashes only), and an end of grace period for rotated API keys. `members` is the member list as
+  // the API shows it (user id as `id`, so the newest-first list helper pages it).
+  `
+  ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
+  CREATE INDEX api_keys_org ON api_keys(org_id, id);
+  CREATE TABLE users (
+    id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, password_hash TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+  CREATE TABLE memberships (
+    org_id TEXT NOT NULL REFERENCES organizations(id), user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    role TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'operator')), created_at TEXT NOT NULL,
+    PRIMARY KEY (org_id, user_id)) WITHOUT ROWID;
+  CREATE INDEX memberships_user ON memberships(user_id);
+  CREATE VIEW members AS
+    SELECT m.user_id AS id, m.org_id, m.user_id, m.role, m.created_at, u.email FROM memberships m JOIN users u ON u.id = m.user_id;
+  CREATE TABLE refresh_families (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, created_at TEXT NOT NULL,
+    absolute_expires_at TEXT NOT NULL, revoked_at TEXT, revoked_reason TEXT);
+  CREATE INDEX refresh_families_user ON refresh_families(user_id);
+  CREATE INDEX refresh_families_expiry ON refresh_families(absolute_expires_at);
+  CREATE TABLE refresh_tokens (
+    token_hash TEXT PRIMARY KEY, family_id TEXT NOT NULL REFERENCES refresh_families(id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL, expires_at TEXT NOT NULL, used_at TEXT) WITHOUT ROWID;
+  CREATE INDEX refresh_tokens_family ON refresh_tokens(family_id);
+  CREATE TABLE signing_keys (
+    kid TEXT PRIMARY KEY, algorithm TEXT NOT NULL, public_jwk TEXT NOT NULL, private_jwk TEXT NOT NULL,
+    created_at TEXT NOT NULL, retired_at TEXT);
+  CREATE UNIQUE INDEX signing_keys_one_active ON signing_keys(retired_at IS NULL) WHERE retired_at IS NULL;
+  CREATE TABLE socket_tickets (
+    ticket_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, org_id TEXT NOT NULL,
+    created_at TEXT NOT NULL, expires_at TEXT NOT NULL, used_at TEXT) WITHOUT ROWID;
+  CREATE INDEX socket_tickets_expiry ON socket_tickets(expires_at);
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

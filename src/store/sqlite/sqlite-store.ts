@@ -7,7 +7,12 @@ import { createConversations } from './conversations.js';
 import { openDatabase, type SqliteSync } from './database.js';
 import { createMainThreadWriter, createWorkerWriter, type WriterKind } from './writer.js';
 import { createKnowledge } from './knowledge.js';
+import { createMemberships } from './memberships.js';
 import { createOrganizations } from './organizations.js';
+import { createRefreshTokens } from './refresh-tokens.js';
+import { createSigningKeys } from './signing-keys.js';
+import { createSocketTickets } from './socket-tickets.js';
+import { createUsers } from './users.js';
 
 /** Options of createSqliteStore. */
 export interface SqliteStoreOptions {
@@ -42,6 +47,11 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     db,
     organizations: createOrganizations(db),
     apiKeys: createApiKeys(db),
+    users: createUsers(db),
+    memberships: createMemberships(db),
+    refreshTokens: createRefreshTokens(db),
+    signingKeys: createSigningKeys(db),
+    socketTickets: createSocketTickets(db),
     agents: createAgents(db),
     knowledge,
     conversations: createConversations(db, writer),

@@ -1,27 +1,26 @@
-import type { AccessService, Principal } from '../../runtime/services/access.js';
+import type { AccessService } from '../../runtime/services/access.js';
 import type { HttpRequest, HttpResult, RouteDef } from './types.js';
 import { parseJson, queryObject, requireJsonContentType, validate } from './validate.js';
 
 /** Runs one matched route: authenticate, validate query and body, call the handler. Throws AppError. */
 export type Dispatcher = (req: HttpRequest, route: RouteDef, params: Record<string, string>) => Promise<HttpResult>;
 
-const NO_PRINCIPAL: Principal = { kind: 'api_key', orgId: '', credentialId: '' };
-
 /**
- * Builds the dispatcher. Order: credentials first (so an unauthenticated caller learns nothing about
- * ids or bodies), then query, then body: a non-empty body on a JSON route needs `Content-Type:
+ * Builds the dispatcher. Order: credentials and the route's access rule first (AccessService.authenticate:
+ * 401, 400 missing_org_id, 403; so an unauthenticated or unauthorized caller learns nothing about ids or
+ * bodies), then query, then body: a non-empty body on a JSON route needs `Content-Type:
  * application/json` (415 unsupported_content_type; an empty body needs none), then 400 invalid_json /
  * validation_failed.
  */
 export function createDispatcher(access: AccessService): Dispatcher {
   return async (req, route, params) => {
-    const principal = route.auth === 'api_key' ? await access.authenticate(req.headers, req.query) : NO_PRINCIPAL;
+    const { principal, userId } = await access.authenticate(req.headers, req.query, route.access);
     const query = route.query ? validate(route.query, queryObject(req.query), 'query') : {};
     let body: unknown = undefined;
     if (route.body && route.body !== 'raw') {
       if (req.body !== null && req.body.length > 0) requireJsonContentType(req.headers['content-type']);
       body = validate(route.body, parseJson(req.body), 'body');
     }
-    return route.handle({ req, params, body, query, principal });
+    return route.handle({ req, params, body, query, principal, userId });
   };
 }

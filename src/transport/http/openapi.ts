@@ -1,8 +1,42 @@
 import { z, type ZodType } from 'zod';
 import { ERROR_CATALOGUE } from '../../errors/catalogue.js';
+import type { AccessRule } from '../../runtime/services/access.js';
 import type { RouteDef } from './types.js';
 
 type JsonSchema = Record<string, unknown>;
+
+/**
+ * The OpenAPI security requirements of an access rule (OpenAPI 3.1 section 4.8.30): alternatives, one
+ * per credential kind; a person on an org-scoped route needs the access token and X-Org-Id together.
+ */
+export function securityOf(access: AccessRule): Array<Record<string, string[]>> {
+  const alternatives: Array<Record<string, string[]>> = [];
+  if (access.credentials.includes('api_key')) alternatives.push({ apiKey: [] });
+  if (access.credentials.includes('person')) alternatives.push(access.roles === null ? { accessToken: [] } : { accessToken: [], orgId: [] });
+  return alternatives;
+}
+
+/** The 400/401/403 responses that follow from an access rule, with the error codes each can carry. */
+function accessResponses(access: AccessRule): Record<string, string> {
+  if (access.credentials.length === 0) return {};
+  const person = access.credentials.includes('person');
+  const key = access.credentials.includes('api_key');
+  const out: Record<string, string> = {};
+  out['401'] = [
+    'missing_credentials',
+    'invalid_api_key (also: an API key in the URL), revoked_api_key',
+    ...(person ? ['invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists)', 'expired_token'] : []),
+  ].join('; ');
+  if (person && access.roles !== null) out['400'] = 'missing_org_id: a person\'s access token needs X-Org-Id';
+  const forbidden: string[] = [];
+  if (!key) forbidden.push('forbidden: an API key cannot do this (a signed-in person only)');
+  if (person && access.roles !== null) {
+    forbidden.push('not_a_member: the person does not belong to the organization in X-Org-Id');
+    if (access.roles.length < 3) forbidden.push(`forbidden: the person's role is not ${access.roles.join(' or ')}`);
+  }
+  if (forbidden.length) out['403'] = forbidden.join('; ');
+  return out;
+}
 
 /**
  * Builds the OpenAPI 3.1 document of `routes` from the same zod schemas that validate requests
@@ -46,8 +80,12 @@ export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
       summary: r.summary,
       tags: [r.tag],
       operationId: `${r.method.toLowerCase()}${r.path.replace(/[{}]/g, '').split(/[/-]/).map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('')}`,
-      security: r.auth === 'none' ? [] : [{ apiKey: [] }],
+      security: securityOf(r.access),
+      'x-parley-access': { credentials: [...r.access.credentials], roles: r.access.roles === null ? null : [...r.access.roles] },
     };
+    if (r.access.credentials.includes('person') && r.access.roles !== null) {
+      op.description = `Credentials: ${r.access.credentials.map((c) => (c === 'api_key' ? 'an API key' : `a person's access token with X-Org-Id, role ${r.access.roles!.join(', ')}`)).join(', or ')}.`;
+    }
     const params: unknown[] = [];
     for (const m of r.path.matchAll(/\{(\w+)\}/g)) params.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
     if (r.query) {
@@ -82,11 +120,16 @@ export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
       }
     }
     const error = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
-    if (r.auth !== 'none') responses['401'] ??= { description: 'Missing, malformed, unknown or revoked API key', content: error };
+    const add = (status: string, description: string) => {
+      const prev = responses[status] as { description: string } | undefined;
+      if (prev) prev.description += `; ${description}`;
+      else responses[status] = { description, content: error };
+    };
+    for (const [status, description] of Object.entries(accessResponses(r.access))) add(status, description);
     if (r.body && r.body !== 'raw') {
-      responses['400'] ??= { description: 'invalid_json, or validation_failed (also: nesting deeper than 64 levels, lone UTF-16 surrogates)', content: error };
-      responses['413'] ??= { description: 'body_too_large', content: error };
-      responses['415'] ??= { description: 'unsupported_content_type: a non-empty body needs Content-Type application/json', content: error };
+      add('400', 'invalid_json, or validation_failed (also: nesting deeper than 64 levels, lone UTF-16 surrogates)');
+      add('413', 'body_too_large');
+      add('415', 'unsupported_content_type: a non-empty body needs Content-Type application/json');
     }
     op.responses = responses;
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
@@ -108,7 +151,14 @@ export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
     paths,
     components: {
       schemas: components,
-      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'API key: sk_ + 30 base62 + 6-char CRC32 checksum' } },
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'API key: sk_ + 30 base62 + 6-char CRC32 checksum. Its organization is the key\'s; X-Org-Id is ignored.' },
+        accessToken: {
+          type: 'http', scheme: 'bearer', bearerFormat: 'JWT',
+          description: 'A signed-in person\'s access token from POST /v1/auth/login or /v1/auth/refresh: EdDSA JWT, typ at+jwt (RFC 9068), 900 s.',
+        },
+        orgId: { type: 'apiKey', in: 'header', name: 'X-Org-Id', description: 'With an access token: the organization the request acts in (org_...); the person must be a member.' },
+      },
     },
   };
 }

@@ -8,6 +8,7 @@ import { ModelChoiceSchema, SafetySettingsSchema } from '../../vocabulary/agent.
 import { ConversationStatusSchema } from '../../vocabulary/conversation.js';
 import { DOCUMENT_CONTENT_TYPES, DocumentStatusSchema } from '../../vocabulary/document.js';
 import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message.js';
+import { RoleSchema } from '../../vocabulary/role.js';
 import { StreamEventSchema } from '../../vocabulary/stream-event.js';
 import { CitationSchema, FinishReasonSchema, ToolRunSchema, TurnErrorSchema, UsageSchema } from '../../vocabulary/turn.js';
 
@@ -121,3 +122,56 @@ export const MessageSchema = z.object({
 }).meta({ id: 'Message' });
 
 export const EmptyQuery = z.object({}).strict();
+
+// People sign in (API.md "Auth endpoints").
+
+export { RoleSchema };
+
+export const LoginSchema = z.object({
+  email: z.string().min(1).max(254),
+  // The policy (8..128 characters) counts code points; 256 UTF-16 units hold any 128 of them. A longer
+  // value cannot be a password, so it is refused before any hashing.
+  password: z.string().min(1).max(256),
+}).strict().meta({ id: 'LoginRequest' });
+
+// Any string up to 2 KiB is taken, so that a wrong kind of token (an access token, say) gets the 401 of a
+// wrong token rather than a 400.
+export const RefreshSchema = z.object({ refresh_token: z.string().min(1).max(2048) }).strict().meta({ id: 'RefreshRequest' });
+export const LogoutSchema = z.object({ refresh_token: z.string().min(1).max(2048) }).strict().meta({ id: 'LogoutRequest' });
+
+export const UserSchema = z.object({ id: z.string(), email: z.string() }).meta({ id: 'User' });
+export const UserOrganizationSchema = z.object({ id: z.string(), name: z.string(), role: RoleSchema }).meta({ id: 'UserOrganization' });
+
+export const SessionSchema = z.object({
+  access_token: z.string().describe('JWT (EdDSA, typ at+jwt), valid expires_in seconds'),
+  token_type: z.literal('Bearer'),
+  expires_in: z.number().int().describe('seconds (900)'),
+  refresh_token: z.string().describe('rt_..., single use: store the new one after each refresh'),
+  user: UserSchema,
+  organizations: z.array(UserOrganizationSchema),
+}).meta({ id: 'Session' });
+
+export const MeSchema = z.object({ user: UserSchema, organizations: z.array(UserOrganizationSchema) }).meta({ id: 'Me' });
+
+export const SocketTicketSchema = z.object({
+  ticket: z.string().describe('wst_..., single use'), expires_in: z.number().int().describe('seconds (60)'),
+}).meta({ id: 'SocketTicket' });
+
+export const ApiKeySchema = z.object({
+  id: z.string(), name: z.string(), last4: z.string(), created_at: time,
+  revoked_at: time.nullable(), expires_at: time.nullable().describe('end of the grace period of a rotated key'),
+}).meta({ id: 'ApiKey' });
+
+export const ApiKeyWithSecretSchema = ApiKeySchema.extend({ secret: z.string().describe('sk_..., shown only in this response') }).meta({ id: 'ApiKeyWithSecret' });
+
+export const ApiKeyCreateSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict().meta({ id: 'ApiKeyCreate' });
+
+export const ApiKeyRotateSchema = z.object({
+  grace_period_seconds: z.number().int().min(0).max(30 * 24 * 3600).default(0)
+    .describe('seconds the old secret keeps working (0: it stops at once; at most 30 days)'),
+}).strict().meta({ id: 'ApiKeyRotate' });
+
+export const MemberSchema = z.object({ user_id: z.string(), email: z.string(), role: RoleSchema, created_at: time }).meta({ id: 'Member' });
+
+export const MemberCreateSchema = z.object({ email: z.email().max(254), role: RoleSchema }).strict().meta({ id: 'MemberCreate' });
+export const MemberPatchSchema = z.object({ role: RoleSchema }).strict().meta({ id: 'MemberPatch' });

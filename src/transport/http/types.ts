@@ -1,5 +1,5 @@
 import type { ZodType } from 'zod';
-import type { Principal } from '../../runtime/services/access.js';
+import type { AccessRule, Principal } from '../../runtime/services/access.js';
 import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
 
 /** An HTTP request as route handlers see it: no uWS types, everything copied out of the socket. */
@@ -30,8 +30,13 @@ export interface RouteContext<B, Q> {
   params: Record<string, string>;
   body: B;
   query: Q;
-  /** Present on authenticated routes. */
+  /**
+   * The caller in the route's organization (the API key's, or the one a person named in `X-Org-Id`), on
+   * org-scoped routes. On public routes and routes with `roles: null` a placeholder with an empty orgId.
+   */
   principal: Principal;
+  /** The signed-in person's user id when a person called; undefined for an API key and on public routes. */
+  userId: string | undefined;
 }
 
 /** One documented response of a route (feeds OpenAPI). */
@@ -43,15 +48,18 @@ export interface RouteResponse {
 }
 
 /**
- * A route: method + path template (`/v1/agents/{agent_id}`), how it authenticates, how its body and
- * query are validated, and the handler. The same definition feeds the router and OpenAPI.
+ * A route: method + path template (`/v1/agents/{agent_id}`), who may call it, how its body and query are
+ * validated, and the handler. The same definition feeds the router, the dispatcher (which checks
+ * `access` for every route in one place) and OpenAPI (security requirements and the 400/401/403
+ * responses follow from `access`).
  */
 export interface RouteDef<B = any, Q = any> {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   summary: string;
   tag: string;
-  auth: 'api_key' | 'none';
+  /** Credential kinds accepted and roles needed (src/runtime/services/access.ts ACCESS). */
+  access: AccessRule;
   /** JSON body schema, or `raw` for uploads handled by the route itself. */
   body?: ZodType<B> | 'raw';
   query?: ZodType<Q>;

@@ -1,7 +1,11 @@
 /**
  * Store records as the API shows them (API.md field names; internal fields such as `org_id` dropped).
  */
-import type { AgentRecord, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MessageRecord, Page } from '../../store/records.js';
+import type { IssuedApiKey } from '../../runtime/services/api-keys.js';
+import type { Me, Session } from '../../runtime/services/sessions.js';
+import type {
+  AgentRecord, ApiKeyRecord, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MemberRecord, MessageRecord, Page, UserRecord,
+} from '../../store/records.js';
 
 export function agentView(a: AgentRecord) {
   return {
@@ -37,4 +41,37 @@ export function messageView(m: MessageRecord) {
 /** A page with each record mapped through `view`. */
 export function pageView<T, V>(page: Page<T>, view: (t: T) => V): { data: V[]; has_more: boolean } {
   return { data: page.data.map(view), has_more: page.has_more };
+}
+
+/** A person as the API shows them: `{id, email}` (never the password hash). */
+export function userView(u: UserRecord) {
+  return { id: u.id, email: u.email };
+}
+
+/** API.md "Auth endpoints": the body of login and refresh. */
+export function sessionView(s: Session) {
+  return {
+    access_token: s.accessToken, token_type: 'Bearer' as const, expires_in: s.expiresIn, refresh_token: s.refreshToken,
+    user: userView(s.user), organizations: s.organizations.map((o) => ({ id: o.id, name: o.name, role: o.role })),
+  };
+}
+
+/** `GET /v1/me`: the person and `[{id, name, role}]` of their organizations. */
+export function meView(m: Me) {
+  return { user: userView(m.user), organizations: m.organizations.map((o) => ({ id: o.id, name: o.name, role: o.role })) };
+}
+
+/** An API key as listed: never the secret or its hash. */
+export function apiKeyView(k: ApiKeyRecord) {
+  return { id: k.id, name: k.name, last4: k.last4, created_at: k.created_at, revoked_at: k.revoked_at, expires_at: k.expires_at };
+}
+
+/** A new or rotated key with its secret (shown once). */
+export function issuedApiKeyView(k: IssuedApiKey) {
+  return { ...apiKeyView(k.key), secret: k.secret };
+}
+
+/** A member of an organization: `{user_id, email, role, created_at}`. */
+export function memberView(m: MemberRecord) {
+  return { user_id: m.user_id, email: m.email, role: m.role, created_at: m.created_at };
 }

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { AgentCreateSchema, AgentPatchSchema, AgentSchema, EmptyQuery, ErrorSchema, listOf, PageQuery } from '../schemas.js';
+import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
 import { agentView, pageView } from '../views.js';
@@ -8,14 +9,14 @@ import { agentView, pageView } from '../views.js';
 export function agentRoutes(s: Services): RouteDef[] {
   return [
     {
-      method: 'GET', path: '/v1/agents', tag: 'Agents', summary: 'List agents', auth: 'api_key', query: PageQuery,
+      method: 'GET', path: '/v1/agents', tag: 'Agents', summary: 'List agents', access: ACCESS.member, query: PageQuery,
       responses: [{ status: 200, description: 'Agents, newest first', schema: listOf(AgentSchema, 'AgentList') }],
       async handle({ principal, query }) {
         return { kind: 'json', status: 200, body: pageView(await s.agents.list(principal.orgId, query), agentView) };
       },
     },
     {
-      method: 'POST', path: '/v1/agents', tag: 'Agents', summary: 'Create an agent', auth: 'api_key', body: AgentCreateSchema, query: EmptyQuery,
+      method: 'POST', path: '/v1/agents', tag: 'Agents', summary: 'Create an agent', access: ACCESS.manage, body: AgentCreateSchema, query: EmptyQuery,
       responses: [{ status: 201, description: 'The agent', schema: AgentSchema }, { status: 400, description: 'Invalid', schema: ErrorSchema }],
       async handle({ principal, body }: { principal: { orgId: string }; body: z.infer<typeof AgentCreateSchema> }) {
         const agent = await s.agents.create(principal.orgId, body);
@@ -23,7 +24,7 @@ export function agentRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'GET', path: '/v1/agents/{agent_id}', tag: 'Agents', summary: 'Get an agent', auth: 'api_key', query: EmptyQuery,
+      method: 'GET', path: '/v1/agents/{agent_id}', tag: 'Agents', summary: 'Get an agent', access: ACCESS.member, query: EmptyQuery,
       responses: [{ status: 200, description: 'The agent', schema: AgentSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
         const agent = await s.agents.get(principal.orgId, params.agent_id!);
@@ -31,7 +32,7 @@ export function agentRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'PATCH', path: '/v1/agents/{agent_id}', tag: 'Agents', summary: 'Update an agent', auth: 'api_key', body: AgentPatchSchema, query: EmptyQuery,
+      method: 'PATCH', path: '/v1/agents/{agent_id}', tag: 'Agents', summary: 'Update an agent', access: ACCESS.manage, body: AgentPatchSchema, query: EmptyQuery,
       responses: [{ status: 200, description: 'The updated agent', schema: AgentSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params, body }: { principal: { orgId: string }; params: Record<string, string>; body: z.infer<typeof AgentPatchSchema> }) {
         const agent = await s.agents.update(principal.orgId, params.agent_id!, body);
@@ -39,7 +40,7 @@ export function agentRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'DELETE', path: '/v1/agents/{agent_id}', tag: 'Agents', summary: 'Delete an agent', auth: 'api_key', query: EmptyQuery,
+      method: 'DELETE', path: '/v1/agents/{agent_id}', tag: 'Agents', summary: 'Delete an agent', access: ACCESS.manage, query: EmptyQuery,
       responses: [{ status: 204, description: 'Deleted' }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
         await s.agents.delete(principal.orgId, params.agent_id!);

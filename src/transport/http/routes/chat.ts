@@ -4,6 +4,7 @@ import {
   MessageSchema, PageQuery, StreamEventSchema,
 } from '../schemas.js';
 import { collectReply } from '../one-shot.js';
+import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
 import { conversationView, messageView, pageView } from '../views.js';
@@ -21,7 +22,7 @@ function lastSeq(header: string | undefined, turnId: string): number {
 export function chatRoutes(s: Services): RouteDef[] {
   return [
     {
-      method: 'POST', path: '/v1/agents/{agent_id}/chat', tag: 'Chat', auth: 'api_key', body: ChatRequestSchema, query: EmptyQuery,
+      method: 'POST', path: '/v1/agents/{agent_id}/chat', tag: 'Chat', access: ACCESS.member, body: ChatRequestSchema, query: EmptyQuery,
       summary: 'Send a message to an agent: one-shot JSON (stream=false) or Server-Sent Events (stream=true)',
       responses: [
         { status: 200, description: 'One-shot reply (stream=false)', schema: ChatResponseSchema },
@@ -39,7 +40,7 @@ export function chatRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'GET', path: '/v1/conversations', tag: 'Conversations', summary: 'List conversations', auth: 'api_key', query: ConversationListQuery,
+      method: 'GET', path: '/v1/conversations', tag: 'Conversations', summary: 'List conversations', access: ACCESS.member, query: ConversationListQuery,
       responses: [{ status: 200, description: 'Conversations, newest first', schema: listOf(ConversationSchema, 'ConversationList') }],
       async handle({ principal, query }: { principal: { orgId: string }; query: z.infer<typeof ConversationListQuery> }) {
         const page = await s.conversations.list(principal.orgId, { agent_id: query.agent_id, status: query.status }, query);
@@ -47,14 +48,14 @@ export function chatRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'GET', path: '/v1/conversations/{conversation_id}', tag: 'Conversations', summary: 'Get a conversation', auth: 'api_key', query: EmptyQuery,
+      method: 'GET', path: '/v1/conversations/{conversation_id}', tag: 'Conversations', summary: 'Get a conversation', access: ACCESS.member, query: EmptyQuery,
       responses: [{ status: 200, description: 'The conversation', schema: ConversationSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
         return { kind: 'json', status: 200, body: conversationView(await s.conversations.get(principal.orgId, params.conversation_id!)) };
       },
     },
     {
-      method: 'GET', path: '/v1/conversations/{conversation_id}/messages', tag: 'Conversations', auth: 'api_key', query: PageQuery,
+      method: 'GET', path: '/v1/conversations/{conversation_id}/messages', tag: 'Conversations', access: ACCESS.member, query: PageQuery,
       summary: "A conversation's messages in order (the way to recover after a dropped stream, SPEC.md 4 rule 5)",
       responses: [{ status: 200, description: 'Messages, oldest first', schema: listOf(MessageSchema, 'MessageList') }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params, query }) {
@@ -62,7 +63,7 @@ export function chatRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'GET', path: '/v1/conversations/{conversation_id}/turns/{turn_id}/events', tag: 'Chat', auth: 'api_key', query: EmptyQuery,
+      method: 'GET', path: '/v1/conversations/{conversation_id}/turns/{turn_id}/events', tag: 'Chat', access: ACCESS.member, query: EmptyQuery,
       summary: 'Replay a turn\'s events after Last-Event-ID, then follow it live until it ends (kept PARLEY_TURN_REPLAY_MS after the end)',
       responses: [
         { status: 200, description: 'Event stream', schema: StreamEventSchema, contentType: 'text/event-stream' },

@@ -5,6 +5,7 @@ import {
   DocumentAcceptedSchema, DocumentJsonSchema, DocumentQuery, DocumentSchema, EmptyQuery, ErrorSchema,
   KnowledgeBaseCreateSchema, KnowledgeBaseSchema, listOf, PageQuery, SearchQuery, SearchResultSchema,
 } from '../schemas.js';
+import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
 import { parseJson, validate } from '../validate.js';
@@ -19,7 +20,7 @@ function mediaType(header: string | undefined): string {
 export function knowledgeRoutes(s: Services): RouteDef[] {
   return [
     {
-      method: 'POST', path: '/v1/knowledge-bases', tag: 'Knowledge bases', summary: 'Create a knowledge base', auth: 'api_key',
+      method: 'POST', path: '/v1/knowledge-bases', tag: 'Knowledge bases', summary: 'Create a knowledge base', access: ACCESS.manage,
       body: KnowledgeBaseCreateSchema, query: EmptyQuery,
       responses: [{ status: 201, description: 'The knowledge base', schema: KnowledgeBaseSchema }],
       async handle({ principal, body }: { principal: { orgId: string }; body: z.infer<typeof KnowledgeBaseCreateSchema> }) {
@@ -28,14 +29,14 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'GET', path: '/v1/knowledge-bases', tag: 'Knowledge bases', summary: 'List knowledge bases', auth: 'api_key', query: PageQuery,
+      method: 'GET', path: '/v1/knowledge-bases', tag: 'Knowledge bases', summary: 'List knowledge bases', access: ACCESS.member, query: PageQuery,
       responses: [{ status: 200, description: 'Knowledge bases, newest first', schema: listOf(KnowledgeBaseSchema, 'KnowledgeBaseList') }],
       async handle({ principal, query }) {
         return { kind: 'json', status: 200, body: pageView(await s.knowledgeBases.list(principal.orgId, query), knowledgeBaseView) };
       },
     },
     {
-      method: 'POST', path: '/v1/knowledge-bases/{kb_id}/documents', tag: 'Knowledge bases', auth: 'api_key',
+      method: 'POST', path: '/v1/knowledge-bases/{kb_id}/documents', tag: 'Knowledge bases', access: ACCESS.manage,
       summary: 'Upload a document (raw text/plain or text/markdown body with ?title=, or JSON {title, content, content_type})',
       body: 'raw', query: DocumentQuery,
       responses: [
@@ -61,14 +62,14 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/documents', tag: 'Knowledge bases', summary: 'List documents', auth: 'api_key', query: PageQuery,
+      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/documents', tag: 'Knowledge bases', summary: 'List documents', access: ACCESS.member, query: PageQuery,
       responses: [{ status: 200, description: 'Documents, newest first', schema: listOf(DocumentSchema, 'DocumentList') }],
       async handle({ principal, params, query }) {
         return { kind: 'json', status: 200, body: pageView(await s.knowledgeBases.listDocuments(principal.orgId, params.kb_id!, query), documentView) };
       },
     },
     {
-      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/documents/{doc_id}', tag: 'Knowledge bases', summary: 'Get a document and its ingestion status', auth: 'api_key', query: EmptyQuery,
+      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/documents/{doc_id}', tag: 'Knowledge bases', summary: 'Get a document and its ingestion status', access: ACCESS.member, query: EmptyQuery,
       responses: [{ status: 200, description: 'The document', schema: DocumentSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
         const doc = await s.knowledgeBases.getDocument(principal.orgId, params.kb_id!, params.doc_id!);
@@ -76,7 +77,7 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'DELETE', path: '/v1/knowledge-bases/{kb_id}/documents/{doc_id}', tag: 'Knowledge bases', summary: 'Delete a document and its chunks', auth: 'api_key', query: EmptyQuery,
+      method: 'DELETE', path: '/v1/knowledge-bases/{kb_id}/documents/{doc_id}', tag: 'Knowledge bases', summary: 'Delete a document and its chunks', access: ACCESS.manage, query: EmptyQuery,
       responses: [{ status: 204, description: 'Deleted' }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
         await s.knowledgeBases.deleteDocument(principal.orgId, params.kb_id!, params.doc_id!);
@@ -84,7 +85,7 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/search', tag: 'Knowledge bases', summary: 'Full-text search (bm25) over the ready documents', auth: 'api_key', query: SearchQuery,
+      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/search', tag: 'Knowledge bases', summary: 'Full-text search (bm25) over the ready documents', access: ACCESS.member, query: SearchQuery,
       responses: [{ status: 200, description: 'Passages, best first', schema: SearchResultSchema }],
       async handle({ principal, params, query }: { principal: { orgId: string }; params: Record<string, string>; query: z.infer<typeof SearchQuery> }) {
         const passages = await s.knowledgeBases.search(principal.orgId, params.kb_id!, query.q, query.k);

@@ -1,3 +1,4 @@
+import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
 import { buildOpenApi } from '../openapi.js';
@@ -8,12 +9,12 @@ export function operationRoutes(s: Services, allRoutes: () => RouteDef[]): Route
   let openapi: unknown;
   return [
     {
-      method: 'GET', path: '/healthz', tag: 'Operations', summary: 'Liveness: the process is up', auth: 'none', query: EmptyQuery,
+      method: 'GET', path: '/healthz', tag: 'Operations', summary: 'Liveness: the process is up', access: ACCESS.public, query: EmptyQuery,
       responses: [{ status: 200, description: 'Up' }],
       handle: () => ({ kind: 'json', status: 200, body: { status: 'ok' } }),
     },
     {
-      method: 'GET', path: '/readyz', tag: 'Operations', summary: 'Readiness: the store answers and the server is not draining', auth: 'none', query: EmptyQuery,
+      method: 'GET', path: '/readyz', tag: 'Operations', summary: 'Readiness: the store answers and the server is not draining', access: ACCESS.public, query: EmptyQuery,
       responses: [{ status: 200, description: 'Ready' }, { status: 503, description: 'Not ready' }],
       async handle() {
         const readiness = await s.health.readiness();
@@ -21,14 +22,14 @@ export function operationRoutes(s: Services, allRoutes: () => RouteDef[]): Route
       },
     },
     {
-      method: 'GET', path: '/metrics', tag: 'Operations', summary: 'Prometheus metrics', auth: 'none', query: EmptyQuery,
+      method: 'GET', path: '/metrics', tag: 'Operations', summary: 'Prometheus metrics', access: ACCESS.public, query: EmptyQuery,
       responses: [{ status: 200, description: 'Prometheus text format', contentType: 'text/plain' }],
       async handle() {
         return { kind: 'text', status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await s.metricsText() };
       },
     },
     {
-      method: 'GET', path: '/v1/openapi.json', tag: 'Operations', summary: 'This API as OpenAPI 3.1, generated from the validating schemas', auth: 'none', query: EmptyQuery,
+      method: 'GET', path: '/v1/openapi.json', tag: 'Operations', summary: 'This API as OpenAPI 3.1, generated from the validating schemas', access: ACCESS.public, query: EmptyQuery,
       responses: [{ status: 200, description: 'OpenAPI document' }],
       handle() {
         openapi ??= buildOpenApi(allRoutes());

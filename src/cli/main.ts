@@ -1,0 +1,83 @@
+/**
+ * `npm run parley -- <group> <action> [--option value ...]`: the self-hoster's command line for
+ * organizations, persons, members and the token signing key (commands in src/cli/commands.ts). Options
+ * are parsed with node:util parseArgs (strict: unknown options are refused). Passwords are never taken
+ * from argv. Exit codes: 0 done, 1 refused, 2 bad input.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { PasswordHasher } from '../auth/passwords.js';
+import { loadConfig } from '../config/config.js';
+import { AppError } from '../errors/app-error.js';
+import { DirectoryService } from '../runtime/services/directory.js';
+import { MemberService } from '../runtime/services/members.js';
+import { createSqliteStore } from '../store/sqlite/sqlite-store.js';
+import { COMMANDS, exitCodeOf, usage, UsageError } from './commands.js';
+import { PasswordInputError, readPassword } from './password-input.js';
+
+/** Runs the command line with `argv` (without node and the script); resolves with the exit code. */
+export async function runCli(argv: string[]): Promise<number> {
+  const [group, action, ...rest] = argv;
+  if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
+    process.stdout.write(`${usage()}\n`);
+    return group === undefined ? 2 : 0;
+  }
+  const name = `${group} ${action ?? ''}`.trim();
+  const command = COMMANDS[name];
+  if (command === undefined) {
+    process.stderr.write(`Unknown command "${name}".\n\n${usage()}\n`);
+    return 2;
+  }
+  let opts: Record<string, string>;
+  try {
+    const { values } = parseArgs({
+      args: rest, strict: true, allowPositionals: false,
+      options: Object.fromEntries(command.options.map((o) => [o, { type: 'string' as const }])),
+    });
+    opts = values as Record<string, string>;
+    const missing = command.options.filter((o) => opts[o] === undefined || opts[o].trim() === '');
+    if (missing.length) throw new UsageError(`Missing ${missing.map((m) => `--${m}`).join(', ')}.`);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`${message}\nUsage: npm run parley -- ${command.usage}\n`);
+    return 2;
+  }
+
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return 2;
+  }
+  if (!existsSync(join(config.dataDir, 'parley.db'))) {
+    process.stderr.write(`No Parley data in ${config.dataDir} (no parley.db). Start the server once with this PARLEY_DATA_DIR, or set PARLEY_DATA_DIR to the server's data directory.\n`);
+    return 1;
+  }
+  const store = createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: 'main' });
+  const passwords = new PasswordHasher({ concurrency: 1, maxWaiting: 10 });
+  try {
+    await command.run({
+      directory: new DirectoryService(store, passwords),
+      members: new MemberService(store),
+      readPassword: () => readPassword(),
+      print: (line) => process.stdout.write(`${line}\n`),
+    }, opts);
+    return 0;
+  } catch (err) {
+    if (err instanceof AppError || err instanceof UsageError || err instanceof PasswordInputError) {
+      process.stderr.write(`${err.message}\n`);
+      return err instanceof PasswordInputError ? 1 : exitCodeOf(err);
+    }
+    process.stderr.write(`Failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  } finally {
+    await store.close();
+  }
+}
+
+runCli(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (err: unknown) => {
+  process.stderr.write(`Failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});
