@@ -61,6 +61,12 @@ class FrameLog {
     for (const f of w) f();
   }
 
+  /** The frames since the cursor, for an error message (cut to 600 characters). */
+  private pendingText(): string {
+    const text = JSON.stringify(this.frames.slice(this.cursor));
+    return text.length > 600 ? `${text.slice(0, 600)}... (${this.frames.length - this.cursor} frames)` : text;
+  }
+
   async until(match: (f: Frame) => boolean, timeoutMs: number, what: string): Promise<Frame[]> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -72,10 +78,10 @@ class FrameLog {
         }
       }
       if (this.closedWith !== undefined) {
-        throw new Error(`socket closed (${this.closedWith.code} ${this.closedWith.reason}) while waiting for ${what}; frames: ${JSON.stringify(this.frames.slice(this.cursor))}`);
+        throw new Error(`socket closed (${this.closedWith.code} ${this.closedWith.reason}) while waiting for ${what}; frames: ${this.pendingText()}`);
       }
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; frames since cursor: ${JSON.stringify(this.frames.slice(this.cursor))}`);
+      if (left <= 0) throw new Error(`timed out waiting for ${what}; frames since cursor: ${this.pendingText()}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         this.waiters.push(() => { clearTimeout(t); resolve(); });
@@ -136,6 +142,8 @@ export interface RawSocket extends TestSocket {
   resume(): void;
   /** Bytes received so far. */
   readonly bytesReceived: number;
+  /** Ping frames received (each answered with a pong). */
+  readonly pingsReceived: number;
   /** Writes one masked frame with `opcode` (0x1 text, 0x2 binary, ...) and `payload`. */
   rawWrite(opcode: number, payload: Buffer): void;
 }
@@ -198,6 +206,7 @@ function frameSocket(sock: Socket, initial: Buffer): RawSocket {
   let resolveClosed!: (c: Closed) => void;
   const closed = new Promise<Closed>((r) => { resolveClosed = r; });
   let fragments: Buffer[] = [];
+  let pings = 0;
   const end = (c: Closed) => { log.end(c); resolveClosed(c); };
 
   const write = (opcode: number, payload: Buffer) => {
@@ -233,7 +242,7 @@ function frameSocket(sock: Socket, initial: Buffer): RawSocket {
         sock.end();
         return;
       }
-      if (opcode === 0x9) { write(0xa, Buffer.from(payload)); continue; }
+      if (opcode === 0x9) { pings++; write(0xa, Buffer.from(payload)); continue; }
       if (opcode === 0xa) continue;
       fragments.push(Buffer.from(payload));
       if (fin) {
@@ -260,5 +269,6 @@ function frameSocket(sock: Socket, initial: Buffer): RawSocket {
     pause: () => sock.pause(),
     resume: () => sock.resume(),
     get bytesReceived() { return received; },
+    get pingsReceived() { return pings; },
   };
 }
