@@ -343,8 +343,9 @@ describe('operator view and inbox', () => {
 
 describe('backpressure', () => {
   it('a socket that stops reading is closed with 1013 and a warning, while the operator view of the same turn gets every event', async () => {
-    // 512 deltas of 32 KiB: 16 MiB, several times what the kernel buffers of a paused loopback socket hold
-    // plus the default bound (PARLEY_WS_MAX_BUFFERED_BYTES, 1 MiB).
+    // 512 deltas of 32 KiB, one every 2 ms: 16 MiB at 16 MiB/s, several times what the kernel buffers of a
+    // paused loopback socket hold plus the default bound (PARLEY_WS_MAX_BUFFERED_BYTES, 1 MiB), at a pace a
+    // reading client keeps up with.
     const BOUND = 1024 * 1024;
     const own = await startTestServer({ PARLEY_OPENAI_BASE_URL: mock.url }, { captureLogs: true });
     try {
@@ -352,7 +353,7 @@ describe('backpressure', () => {
       const talker = (await (await own.api('/v1/agents', { body: { name: 'Soon big', model: { provider: 'openai', name: 'mock' } } })).json() as { id: string }).id;
       const first = await own.api(`/v1/agents/${talker}/chat`, { body: { message: 'hello' } });
       const { conversation_id: conversationId } = (await first.json()) as { conversation_id: string };
-      const patched = await own.api(`/v1/agents/${talker}`, { method: 'PATCH', body: { model: { provider: 'openai', name: 'mock-big-512x32768' } } });
+      const patched = await own.api(`/v1/agents/${talker}`, { method: 'PATCH', body: { model: { provider: 'openai', name: 'mock-big-512x32768-every-2' } } });
       expect(patched.status).toBe(200);
 
       // The reading client runs in another process: in this one it would compete with the server for the CPU.
@@ -363,7 +364,7 @@ describe('backpressure', () => {
       slow.pause();
       slow.send({ type: 'message', message: 'flood me', conversation_id: conversationId });
       const got = await read;
-      expect(got.before.map(storedMessage)).toEqual([['visitor', 'flood me']]);
+      expect(got.before.map((f) => storedMessage(f as Frame))).toEqual([['visitor', 'flood me']]);
       expect(got.tokens).toBe(512);
       expect(got.textLength).toBe(512 * 32768);
       expect(got.last).toMatchObject({ type: 'done', finish_reason: 'stop', conversation_id: conversationId });

@@ -316,12 +316,13 @@ async function finish(turn: Turn, reason: FinishReason, deps: TurnRunnerDeps): P
   };
   ensureAlive(turn, 'store reply', deps.logger);
   await deps.store.conversations.appendMessage(message);
+  // Live watchers learn of the stored reply before the turn's end (the inbox: message.created, then turn.ended).
+  deps.live?.messageCreated(message);
   turn.emit({ type: 'message', message_id: message.id });
   turn.emit({ type: 'usage', usage: turn.usage });
   turn.emit({ type: 'done', finish_reason: finishReason });
   deps.onTurnEnd?.(turn, 'succeeded');
   deps.bus.publish({ type: 'message.created', org_id: turn.orgId, data: { conversation_id: turn.conversationId, message_id: message.id, role: 'agent' } });
-  deps.live?.messageCreated(message);
 }
 
 /**

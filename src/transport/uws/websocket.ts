@@ -40,6 +40,12 @@ export interface WebSocketRegistry {
 const textDecoder = new TextDecoder();
 
 /**
+ * Frames up to this size reach our handler, which closes those over MAX_FRAME_BYTES (64 KiB) with 1009;
+ * uWS itself cuts the connection on a larger one without a close frame (the peer sees 1006), bytes.
+ */
+const HARD_FRAME_CAP_BYTES = 16 * MAX_FRAME_BYTES;
+
+/**
  * A uWS WebSocket as a SocketPort. Frames queued in one synchronous run are written at the next
  * microtask inside one cork (one syscall). After each write the socket's buffered amount
  * (`ws.getBufferedAmount()`) is checked: past `maxBufferedBytes` (or when uWS dropped a frame at its own
@@ -99,7 +105,8 @@ class UwsPort implements SocketPort {
  *   `Sec-WebSocket-*` headers and the client address are copied synchronously first;
  * - authentication is async, so `res.onAborted` is attached before it and the upgrade itself runs in
  *   `res.cork(() => res.upgrade(...))`, skipped when the client went away meanwhile;
- * - frames over 64 KiB: `maxPayloadLength`, uWS closes with 1009 by itself;
+ * - frames over 64 KiB are closed with 1009 here; uWS's `maxPayloadLength` (1 MiB) only bounds what it
+ *   buffers (past it uWS cuts the connection without a close frame);
  * - idle sockets: `idleTimeout` with `sendPingsAutomatically`;
  * - binary frames are closed with 1003 (the protocol is JSON text);
  * - a socket is never touched after its close handler ran (`port.closed`).
@@ -117,7 +124,9 @@ export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): W
 
     app.ws<SocketData>(pattern, {
       compression: 0,
-      maxPayloadLength: MAX_FRAME_BYTES,
+      // uWS drops a frame over maxPayloadLength without a close frame (the peer sees 1006), so its cap
+      // sits above ours and the message handler closes frames over 64 KiB with 1009 itself.
+      maxPayloadLength: HARD_FRAME_CAP_BYTES,
       idleTimeout: opts.idleTimeoutS,
       sendPingsAutomatically: true,
       // Above our own bound, so uWS never drops a frame before the 1013 close.
@@ -186,6 +195,10 @@ export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): W
         if (data.port === undefined || data.port.closed || data.outcome.kind !== 'open') return;
         if (isBinary) {
           data.port.close(CLOSE.unsupportedData, 'text_frames_only');
+          return;
+        }
+        if (message.byteLength > MAX_FRAME_BYTES) {
+          data.port.close(CLOSE.tooBig, 'frame_too_large');
           return;
         }
         // The ArrayBuffer is only valid during this callback: decode (copy) it now.

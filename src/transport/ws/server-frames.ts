@@ -7,6 +7,7 @@ import { toAppError } from '../../errors/app-error.js';
 import type { LiveEvent } from '../../runtime/live/live-hub.js';
 import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
 import type { MessageRecord } from '../../store/records.js';
+import type { StreamEvent } from '../../vocabulary/stream-event.js';
 
 /** `{"type":"pong"}`. */
 export const PONG = '{"type":"pong"}';
@@ -18,13 +19,15 @@ function suffixOf(conversationId: string): string {
 
 /**
  * The frames of a turn's events: the event's JSON (serialized once by the channel) with `conversation_id`
- * added. The last frame built per channel is remembered, so every socket following the turn live shares
- * one string per event; a replay builds its own.
+ * added (the `conversation` event has it already: its JSON is the frame). The last frame built per
+ * channel is remembered, so every socket following the turn live shares one string per event; a replay
+ * builds its own.
  */
 export class ChannelFrames {
   private readonly last = new WeakMap<TurnChannel, { seq: number; frame: string; suffix: string }>();
 
-  frame(channel: TurnChannel, seq: number, json: string): string {
+  frame(channel: TurnChannel, seq: number, event: StreamEvent, json: string): string {
+    if (event.type === 'conversation') return json;
     let memo = this.last.get(channel);
     if (memo !== undefined && memo.seq === seq) return memo.frame;
     const suffix = memo?.suffix ?? suffixOf(channel.conversationId);

@@ -41,7 +41,7 @@ export const CLOSE = {
   unsupportedData: 1003,
   /** A frame that breaks the protocol in a way the socket cannot go on from (RFC 6455: policy violation). */
   policy: 1008,
-  /** A frame over 64 KiB (RFC 6455: message too big); uWS closes with it by itself (maxPayloadLength). */
+  /** A frame over 64 KiB (RFC 6455: message too big). */
   tooBig: 1009,
   /** A server failure (RFC 6455: internal error). */
   internal: 1011,

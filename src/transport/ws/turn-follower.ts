@@ -79,7 +79,7 @@ export class TurnFollower {
     const following: Following = { channel, unsubscribe: undefined };
     lane.current = following;
     const unsubscribe = channel.subscribe({
-      onEvent: (seq, _event, json) => this.emit(this.frames.frame(channel, seq, json)),
+      onEvent: (seq, event, json) => this.emit(this.frames.frame(channel, seq, event, json)),
       onEnd: () => { if (lane.current === following) this.next(conversationId, lane); },
     }, afterSeq);
     if (unsubscribe === undefined) {
