@@ -21,6 +21,7 @@ import { ConversationService } from './runtime/services/conversations.js';
 import { HealthService } from './runtime/services/health.js';
 import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
 import type { Store } from './store/ports.js';
+import { withApiKeyCache } from './store/cached-api-keys.js';
 import { createSqliteStore } from './store/sqlite/sqlite-store.js';
 import { createDispatcher } from './transport/http/dispatch.js';
 import { Router } from './transport/http/router.js';
@@ -64,7 +65,8 @@ export interface Parley {
  */
 export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store } = {}): Promise<Parley> {
   const logger = opts.logger ?? createLogger(config.logLevel);
-  const store = opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter });
+  // API-key lookups (one per API-key request) are cached; revocations through this instance apply at once.
+  const store = withApiKeyCache(opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter }));
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
   const tokens = createWorkerTokenCounter();
