@@ -9,7 +9,8 @@
  *
  * Asset names carry a hash of their content, so the server can let browsers keep them for a year and a
  * new build is picked up at the next load of index.html (which is always revalidated). Nothing is loaded
- * from elsewhere at run time. Prints the size of each file, raw and gzipped. Run by `npm run build`.
+ * from elsewhere at run time. Prints the size of each file, raw and gzipped, unless npm runs it silently
+ * (`npm run build --silent`, as `npm start`, `npm test` and `npm run parley` do). Run by `npm run build`.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -76,7 +77,7 @@ const rows = [join(out, 'index.html'), js, css, join(assets, iconName)].map((fil
 });
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
 const total = rows.reduce((t, r) => ({ raw: t.raw + r.raw, gzip: t.gzip + r.gzip }), { raw: 0, gzip: 0 });
-process.stdout.write(
+if (process.env.npm_config_loglevel !== 'silent') process.stdout.write(
   `dashboard built in ${relative(root, out)}/\n`
   + rows.map((r) => `  ${r.file.padEnd(28)} ${kib(r.raw).padStart(10)} raw ${kib(r.gzip).padStart(10)} gzip\n`).join('')
   + `  ${'total'.padEnd(28)} ${kib(total.raw).padStart(10)} raw ${kib(total.gzip).padStart(10)} gzip\n`,
