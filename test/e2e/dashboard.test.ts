@@ -482,7 +482,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('dialog', { name: 'Your new API key' }).waitFor();
     expect(await overflow()).toBe(0);
-    await page.screenshot({ path: join(SHOTS, 'dashboard-360-secret.png'), fullPage: true });
+    await page.screenshot({ path: join(SHOTS, 'dashboard-360-secret.png') });
     await page.getByRole('button', { name: 'Done' }).click();
     expect(await overflow()).toBe(0);
     await page.screenshot({ path: join(SHOTS, 'dashboard-360.png'), fullPage: true });
