@@ -35,6 +35,7 @@ import { operationRoutes } from './transport/http/routes/operations.js';
 import type { Services } from './transport/http/services.js';
 import type { RouteDef } from './transport/http/types.js';
 import { SseHub } from './transport/sse/sse-writer.js';
+import { loadDashboard } from './transport/static/static-site.js';
 import { startUwsServer } from './transport/uws/server.js';
 
 /** A running Parley instance. */
@@ -116,9 +117,11 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   );
   await recover(store, knowledge, logger);
   const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
+  const dashboard = loadDashboard(config.dashboardDir);
+  if (!dashboard.available) logger.warn({ dir: config.dashboardDir }, 'the dashboard is not built (npm run build): /dashboard answers 404');
   const server = await startUwsServer({
     host: config.host, port: config.port, router: new Router(routes), dispatch: createDispatcher(access),
-    sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes,
+    sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard],
   });
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 

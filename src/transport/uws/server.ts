@@ -7,6 +7,7 @@ import type { Dispatcher } from '../http/dispatch.js';
 import type { Router } from '../http/router.js';
 import type { HttpResult, RouteDef } from '../http/types.js';
 import type { SseHub } from '../sse/sse-writer.js';
+import type { StaticSite } from '../static/static-site.js';
 import { readBody } from './body-reader.js';
 import type { Exchange } from './exchange.js';
 import { loadUws } from './native.js';
@@ -26,6 +27,11 @@ export interface UwsServerOptions {
   bodyLimitBytes: number;
   /** Body cap for raw upload routes, bytes. */
   rawBodyLimitBytes: number;
+  /**
+   * Static sites (the dashboard), answered from memory before the route table is consulted: they live
+   * outside /v1, need no credential and are not in the OpenAPI document.
+   */
+  sites?: readonly StaticSite[];
 }
 
 /** A listening server. `port` is the bound port (useful with port 0). */
@@ -108,6 +114,14 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
     if (head.problem !== undefined) {
       // Answered before any body byte is read, so the connection cannot be reused.
       responder.sendError(ex, new AppError('malformed_request', head.problem), true);
+      return;
+    }
+    const site = opts.sites?.find((s) => s.owns(path));
+    if (site !== undefined) {
+      // A static site reads no body: a request that may carry one (any method but GET and HEAD, all
+      // refused with 405) closes its connection, so the unread bytes are never parsed as a request.
+      const unreadBody = method !== 'GET' && method !== 'HEAD';
+      try { responder.send(ex, site.answer(method, path, headers), unreadBody); } catch (err) { responder.sendError(ex, err, unreadBody); }
       return;
     }
     const match = opts.router.match(method, path);
