@@ -3,7 +3,7 @@
  * point down:
  *
  *   transport -> runtime -> (auth, knowledge, models, moderation, tools) -> store -> shared
- *   shared = config, errors, events, ids, log, metrics, text, vocabulary, workers
+ *   shared = config, errors, events, ids, log, metrics, net, text, vocabulary, workers
  *   actors/ (pure XState machines): xstate, actors/ and types from src/vocabulary only
  *
  * The composition root (src/main.ts, src/parley.ts, src/process-policy.ts, src/bootstrap/, src/cli/) may import anything.
@@ -13,7 +13,7 @@
  * layers: it imports nothing from the rest of src/ and no Node.js module, only Preact; and nothing in
  * src/ imports it. It talks to the server over HTTP only.
  */
-const SHARED = '^src/(config|errors|events|ids|log|metrics|text|vocabulary|workers)/';
+const SHARED = '^src/(config|errors|events|ids|log|metrics|net|text|vocabulary|workers)/';
 const STORE = '^src/store/';
 const DOMAIN = '^src/(auth|knowledge|models|moderation|tools)/';
 const RUNTIME = '^src/runtime/';

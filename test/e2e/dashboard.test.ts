@@ -16,6 +16,16 @@ import type { AgentRecord } from '../../src/store/records.js';
 import { credentialsOf, exitOf, startMain } from '../helpers/main-process.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
+// Browser globals used inside page.evaluate() callbacks (they run in Chromium, not in Node; the server's
+// tsconfig has no DOM lib, so they are declared loosely here).
+declare const document: any;
+declare const localStorage: any;
+declare const sessionStorage: any;
+declare const navigator: any;
+declare function getComputedStyle(element: unknown): any;
+type HTMLElement = any;
+declare const Navigator: any;
+
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`skipped: ${CHROMIUM} not found (Debian: apt-get install chromium); the dashboard's browser tests need it`);
