@@ -33,7 +33,9 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]
   (no name: all)  --smoke: seconds-long run (CI)  --cpu-prof: run the Parley server under node --cpu-prof and print
   its top self-time functions  --levels: stream counts for "streams" (default 100,250,500,1000,1500,2000; smoke 50)
-  --parley-env: extra PARLEY_* variables for the Parley server (e.g. PARLEY_SQLITE_SYNCHRONOUS=normal)`;
+  --parley-env: extra PARLEY_* variables for the Parley server (e.g. PARLEY_SQLITE_SYNCHRONOUS=normal)
+  --quiet-wait S: before each measurement window wait up to S seconds (default 15) until the whole host uses
+  <= 0.3 CPU s/s (a shared machine); --no-quiet-gate: don't wait (smoke never waits)`;
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -42,6 +44,8 @@ async function main(): Promise<number> {
       'cpu-prof': { type: 'boolean', default: false },
       levels: { type: 'string' },
       'parley-env': { type: 'string', multiple: true },
+      'no-quiet-gate': { type: 'boolean', default: false },
+      'quiet-wait': { type: 'string', default: '15' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: true,
@@ -69,6 +73,7 @@ async function main(): Promise<number> {
   log(`machine: ${machine.cpus.count}x ${machine.cpus.model}, ${(machine.total_mem_bytes / 2 ** 30).toFixed(1)} GiB, node ${machine.node}, commit ${machine.git_commit}${machine.git_dirty ? ' (dirty tree)' : ''}, open files ${machine.open_files_limit}`);
   const ctx: Ctx = {
     root, smoke: values.smoke, levels: levels && levels.length > 0 ? levels : undefined, log,
+    quiet: values.smoke || values['no-quiet-gate'] ? undefined : { maxBusyCpuPerS: 0.3, maxWaitMs: Math.max(0, Number(values['quiet-wait'])) * 1000 },
     parleyNodeArgs: values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
     parleyEnv: Object.fromEntries((values['parley-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
   };

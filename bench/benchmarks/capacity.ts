@@ -92,7 +92,7 @@ export async function searchCapacity(ctx: Ctx, o: CapacityOptions): Promise<Capa
     const res = await o.rig.loadgen.run<OpenLoopResult>({
       type: 'open-loop', targets: run.map((t) => o.specs[t]!), rounds: 1, rate, durationMs: o.windowMs, drainMs: o.drainMs,
       expectFirstMs: o.mockTtftMs, stallTimeoutMs: 20_000, pauseMs: o.pauseMs, cpuPids,
-      prewarm: Math.ceil(rate * o.streamS * 1.5) + 10,
+      prewarm: Math.ceil(rate * o.streamS * 1.5) + 10, ...(ctx.quiet ? { quiet: ctx.quiet } : {}),
     }, 900_000);
     if (needDirect) {
       const d = res.perTarget.direct!;

@@ -6,6 +6,7 @@ import {
   type BaselineProc, type FloorProc, type MockOptions, type MockProc, type ParleyProc, type PortkeyProc,
 } from '../lib/processes.js';
 import type { Row } from '../lib/report.js';
+import { waitForQuietHost, type QuietGate } from '../lib/proc.js';
 import type { Summary } from '../lib/stats.js';
 
 export interface Ctx {
@@ -17,6 +18,8 @@ export interface Ctx {
   parleyEnv: Record<string, string>;
   /** Streams levels override (--levels). */
   levels: number[] | undefined;
+  /** Wait (bounded) for a quiet host before each measurement window; undefined: don't (smoke, --no-quiet-gate). */
+  quiet: QuietGate | undefined;
   log(msg: string): void;
 }
 
@@ -125,7 +128,8 @@ export const HOST_BUSY_CPU_PER_S = 0.25;
 export function flagHostBusy(r: Row, othersPerS: Partial<Record<TargetName, number | null | undefined>>): Row {
   const busy = TARGETS.filter((t) => {
     const v = othersPerS[t];
-    return typeof v === 'number' && v > HOST_BUSY_CPU_PER_S && (t === 'direct' || r[t] !== null);
+    const value = r[t];
+    return typeof v === 'number' && v > HOST_BUSY_CPU_PER_S && value !== null && value !== undefined;
   });
   if (busy.length === 0) return r;
   return { ...r, flags: [...(r.flags ?? []), `host-busy(${busy.join(',')})`] };
@@ -134,6 +138,15 @@ export function flagHostBusy(r: Row, othersPerS: Partial<Record<TargetName, numb
 /** `v.toFixed(digits)`, or '—' for NaN / null / undefined (for log lines). */
 export function fx(v: number | null | undefined, digits = 2): string {
   return typeof v === 'number' && Number.isFinite(v) ? v.toFixed(digits) : '—';
+}
+
+/** Waits for a quiet host when the run asks for it (ctx.quiet); logs a wait longer than a second. */
+export async function quietGate(ctx: Ctx, what: string): Promise<{ waitedMs: number; quiet: boolean }> {
+  if (!ctx.quiet) return { waitedMs: 0, quiet: true };
+  const q = await waitForQuietHost(ctx.quiet);
+  if (!q.quiet) ctx.log(`  host still busy (${q.busyCpuPerS.toFixed(2)} CPU s/s) after ${(q.waitedMs / 1000).toFixed(0)} s; measuring ${what} anyway`);
+  else if (q.waitedMs > 1500) ctx.log(`  waited ${(q.waitedMs / 1000).toFixed(1)} s for a quiet host before ${what}`);
+  return q;
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

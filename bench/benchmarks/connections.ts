@@ -3,7 +3,8 @@
  * mock sends the first delta at once and the next one 10 minutes later, so after the first token nothing
  * moves. The server's RSS (VmRSS) grows by (RSS with N open - RSS before) / N per stream. Then the client
  * closes them all and RSS is read again. The direct row is the mock itself holding N live streams.
- * Targets run one after another, each server started fresh (its RSS at start is read before any request).
+ * Targets run one after another; every server is started at the beginning (in parallel) and its RSS at
+ * start is read just before its own turn, before any request reaches it; each is stopped after its turn.
  */
 import { startLoadGen } from '../lib/loadgen-client.js';
 import type { ConnectionsOpenResult } from '../lib/loadgen.js';
@@ -12,7 +13,7 @@ import { startBaselineServer, startFloorServer, startMock, startParleyServer, st
 import type { BenchOutcome, Row } from '../lib/report.js';
 import type { TargetSpec } from '../lib/raw-client.js';
 import {
-  baselineTarget, directTarget, floorTarget, parleyOptions, parleyTarget, perTarget, portkeyTarget, sleep, stopAll, TARGETS,
+  baselineTarget, directTarget, floorTarget, parleyOptions, parleyTarget, perTarget, portkeyTarget, quietGate, sleep, stopAll, TARGETS,
   type Ctx, type TargetName,
 } from './common.js';
 
@@ -49,14 +50,15 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
   const loadgen = await startLoadGen(ctx.root);
   const results: Partial<Record<TargetName, ConnResult>> = {};
   const notes: string[] = [];
-  let server: Owned | undefined;
+  const servers: (Owned | undefined)[] = [];
 
   const measure = async (t: TargetName, proc: Owned, spec: TargetSpec, warm: TargetSpec) => {
     await sleep(startSettleMs);
     const rssAtStart = rssBytes(proc.pid);
     ctx.log(`connections: ${t}: RSS at start ${(rssAtStart / 2 ** 20).toFixed(1)} MiB; warm-up, then ${n} live streams at ${rate}/s`);
-    await loadgen.run({ type: 'warmup', target: warm, count: smoke ? 8 : 300, concurrency: smoke ? 8 : 16, sse: true, timeoutMs: 20_000 });
+    await loadgen.run({ type: 'warmup', target: warm, count: smoke ? 2 : 300, concurrency: smoke ? 8 : 16, sse: true, timeoutMs: 20_000 });
     await sleep(smoke ? 200 : 1000);
+    await quietGate(ctx, `${t}'s ${n} streams`);
     const rssBefore = rssBytes(proc.pid);
     const meter = new CpuMeter({ server: proc.pid }).start();
     const tcp0 = tcpCounters();
@@ -82,25 +84,30 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
     // Direct first: the mock's own cost of a live streaming response.
     await measure('direct', mock, directTarget(mock, 'bench', true), directTarget(mock, 'mock-deltas-1', true));
 
-    const parley = await startParleyServer(ctx.root, parleyOptions(ctx, mock.url, { PARLEY_MODEL_TIMEOUT_MS: '900000', PARLEY_OPENAI_CONNECTIONS: String(upstreamConnections) }));
-    server = parley;
+    const started = await Promise.allSettled([
+      startParleyServer(ctx.root, parleyOptions(ctx, mock.url, { PARLEY_MODEL_TIMEOUT_MS: '900000', PARLEY_OPENAI_CONNECTIONS: String(upstreamConnections) })),
+      startBaselineServer(ctx.root, mock.url),
+      startFloorServer(ctx.root, mock.url, upstreamConnections),
+      startPortkey(ctx.root),
+    ] as const);
+    for (const r of started) if (r.status === 'fulfilled') servers.push(r.value);
+    const failure = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason;
+    const [parley, baseline, floor, portkey] = started.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [
+      Awaited<ReturnType<typeof startParleyServer>>, Awaited<ReturnType<typeof startBaselineServer>>,
+      Awaited<ReturnType<typeof startFloorServer>>, Awaited<ReturnType<typeof startPortkey>>,
+    ];
     const agent = await parley.createAgent('bench');
     const warmAgent = await parley.createAgent('mock-deltas-1');
     await measure('parley', parley, parleyTarget(parley, agent, true), parleyTarget(parley, warmAgent, true));
     await parley.stop(3000); // its turns keep streaming upstream after the clients left; free the mock
 
-    const baseline = await startBaselineServer(ctx.root, mock.url);
-    server = baseline;
     await measure('baseline', baseline, baselineTarget(baseline, 'bench', true), baselineTarget(baseline, 'mock-deltas-1', true));
     await baseline.stop(3000);
 
-    const floor = await startFloorServer(ctx.root, mock.url, upstreamConnections);
-    server = floor;
     await measure('floor', floor, floorTarget(floor, 'bench', true), floorTarget(floor, 'mock-deltas-1', true));
     await floor.stop(3000);
 
-    const portkey = await startPortkey(ctx.root);
-    server = portkey;
     await measure('portkey', portkey, portkeyTarget(portkey, mock, 'bench'), portkeyTarget(portkey, mock, 'mock-deltas-1'));
     await portkey.stop(3000);
 
@@ -156,6 +163,6 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
     };
   } finally {
     await loadgen.run({ type: 'connections-close' }).catch(() => undefined);
-    await stopAll([loadgen, server, mock]);
+    await stopAll([loadgen, ...servers, mock]);
   }
 }

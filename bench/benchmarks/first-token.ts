@@ -12,7 +12,7 @@ import type { Panel } from '../lib/svg.js';
 import { diffSummary, summarize, type Summary } from '../lib/stats.js';
 import type { TargetSpec } from '../lib/raw-client.js';
 import {
-  baselineTarget, directTarget, flagHostBusy, floorTarget, parleyTarget, percentileRows, perTarget, portkeyTarget, SERVERS, serverPid, startRig, TARGETS,
+  baselineTarget, directTarget, flagHostBusy, floorTarget, parleyTarget, percentileRows, perTarget, portkeyTarget, quietGate, SERVERS, serverPid, startRig, TARGETS,
   type Ctx, type TargetName,
 } from './common.js';
 
@@ -51,9 +51,10 @@ export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
       floorTarget(floor, model, true), portkeyTarget(portkey, mock, model),
     ];
     ctx.log('first-token: warm-up');
-    for (const t of specs('mock-deltas-2')) await loadgen.run({ type: 'warmup', target: t, count: smoke ? 8 : 200, concurrency: 8, sse: true, timeoutMs: 20_000 });
+    for (const t of specs('mock-deltas-2')) await loadgen.run({ type: 'warmup', target: t, count: smoke ? 2 : 200, concurrency: 8, sse: true, timeoutMs: 20_000 });
 
     ctx.log(`first-token: concurrency 1 (${seqSamples} per target)`);
+    await quietGate(ctx, 'concurrency 1');
     const seq = await loadgen.run<SequentialResult>({ type: 'sequential', targets: specs('mock-deltas-2'), samples: seqSamples, deadlineMs: smoke ? 15_000 : 120_000, expectFirstMs: 0 });
 
     const cpuPids: Record<string, Record<string, number>> = Object.fromEntries(TARGETS.map((t): [string, Record<string, number>] => [t, t === 'direct' ? { server: mock.pid } : { server: serverPid(rig, t)!, mock: mock.pid }]));
@@ -70,6 +71,7 @@ export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
       open.set(l, await loadgen.run<OpenLoopResult>({
         type: 'open-loop', targets: specs(l.model).filter((t) => withPortkey || t.name !== 'portkey'), rounds: l.rounds, rate, durationMs: l.windowMs, drainMs: smoke ? 10_000 : 45_000,
         expectFirstMs: l.ttftMs, stallTimeoutMs: 30_000, pauseMs: smoke ? 100 : 1000, cpuPids, prewarm: Math.ceil(l.concurrency * 1.2),
+        ...(ctx.quiet ? { quiet: ctx.quiet } : {}),
       }, 900_000));
       if (l.concurrency === 100) {
         const pk = open.get(l)!.perTarget.portkey!;
@@ -150,6 +152,10 @@ export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
       'Portkey buffers ~25 ms before its first SSE event by design (../shared/PEERS.md): its added TTFT includes that; it is the product as shipped.',
       'errors at open-loop levels = failures + typed refusals + streams unfinished at the drain deadline.',
       ...skipped,
+      ...[...open].map(([l, r]) => {
+        const v = Object.values(r.perTarget);
+        return `${l.label}: waited ${(v.reduce((a, x) => a + x.quietWaitMs, 0) / 1000).toFixed(0)} s for a quiet host in all; ${v.reduce((a, x) => a + x.busyStarts, 0)} window(s) started on a busy host anyway.`;
+      }),
     );
     return { name: 'first-token', rows, config, results, charts, notes };
   } finally {
@@ -162,7 +168,7 @@ function emptyTarget(): OpenLoopTarget {
   const e = summarize([]);
   return {
     ttft: e, conversation: e, requests: 0, ok: 0, errors: { total: Number.NaN, server: Number.NaN, client: Number.NaN, byCode: {}, sample: '' },
-    refused: Number.NaN, refusalLatency: e, sendLag: e, okInWindow: Number.NaN, windowS: Number.NaN, wallS: Number.NaN,
+    refused: Number.NaN, refusalLatency: e, sendLag: e, okInWindow: Number.NaN, windowS: Number.NaN, wallS: Number.NaN, quietWaitMs: 0, busyStarts: 0,
     cpuS: {}, inFlight: { mean: Number.NaN, max: Number.NaN }, unfinished: Number.NaN, prewarmed: 0,
     tcp: { listenOverflows: Number.NaN, synRetrans: Number.NaN, retransSegs: Number.NaN },
   };

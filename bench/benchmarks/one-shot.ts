@@ -7,7 +7,7 @@ import type { OneShotResult } from '../lib/loadgen.js';
 import { CpuMeter } from '../lib/proc.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
 import { Samples } from '../lib/stats.js';
-import { baselineTarget, directTarget, flagCeiling, floorTarget, parleyTarget, percentileRows, perTarget, serverPid, sleep, startRig, type Ctx, type TargetName } from './common.js';
+import { baselineTarget, directTarget, flagCeiling, floorTarget, parleyTarget, percentileRows, perTarget, quietGate, serverPid, sleep, startRig, type Ctx, type TargetName } from './common.js';
 
 type OneShotTarget = Exclude<TargetName, 'portkey'>;
 const TARGETS: OneShotTarget[] = ['direct', 'parley', 'baseline', 'floor'];
@@ -24,12 +24,13 @@ export async function oneShot(ctx: Ctx): Promise<BenchOutcome> {
     const agent = await parley.createAgent('bench');
     const specs = { direct: directTarget(mock, 'bench', false), parley: parleyTarget(parley, agent, false), baseline: baselineTarget(baseline, 'bench', false), floor: floorTarget(floor, 'bench', false) };
     ctx.log('one-shot: warm-up');
-    for (const t of TARGETS) await loadgen.run({ type: 'warmup', target: specs[t], count: smoke ? 50 : 2000, concurrency: 16, sse: false, timeoutMs: 20_000 });
+    for (const t of TARGETS) await loadgen.run({ type: 'warmup', target: specs[t], count: smoke ? 10 : 2000, concurrency: 16, sse: false, timeoutMs: 20_000 });
     const runs: Record<OneShotTarget, { result: OneShotResult; cpu: { wallS: number; cpuS: Record<string, number>; sysS: Record<string, number> } }[]> = { direct: [], parley: [], baseline: [], floor: [] };
     for (let round = 0; round < rounds; round++) {
       for (let k = 0; k < TARGETS.length; k++) {
         const t = TARGETS[(round + k) % TARGETS.length]!;
         ctx.log(`one-shot: ${t}, ${connections} connections, ${durationMs} ms`);
+        await quietGate(ctx, `one-shot ${t}`);
         const meter = new CpuMeter({ server: serverPid(rig, t)!, mock: mock.pid, loadgen: loadgen.pid }).start();
         const result = await loadgen.run<OneShotResult>({ type: 'one-shot', target: specs[t], connections, durationMs, timeoutMs: 10_000 });
         runs[t].push({ result, cpu: meter.stop() });

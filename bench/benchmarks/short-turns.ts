@@ -37,7 +37,7 @@ export async function shortTurns(ctx: Ctx): Promise<BenchOutcome> {
       floor: floorTarget(floor, 'bench', true), portkey: portkeyTarget(portkey, mock, 'bench'),
     };
     ctx.log('short-turns: warm-up');
-    for (const t of TARGETS) await loadgen.run({ type: 'warmup', target: specs[t], count: smoke ? 8 : 300, concurrency: smoke ? 8 : 16, sse: true, timeoutMs: 20_000 });
+    for (const t of TARGETS) await loadgen.run({ type: 'warmup', target: specs[t], count: smoke ? 2 : 300, concurrency: smoke ? 8 : 16, sse: true, timeoutMs: 20_000 });
     const cap = await searchCapacity(ctx, {
       rig, specs, targets: SERVERS, search, boundMs, mockTtftMs: ttftMs, streamS, windowMs, drainMs: smoke ? 10_000 : 20_000, pauseMs: smoke ? 100 : 500, label: 'short-turns',
     });
@@ -86,6 +86,7 @@ export async function shortTurns(ctx: Ctx): Promise<BenchOutcome> {
       'added TTFT = the target\'s TTFT p99 minus direct\'s TTFT p99 at the same rate (same run); direct\'s own row is the rig\'s ceiling (its TTFT p99 within 10 ms of the mock\'s 20 ms).',
       'Portkey buffers ~25 ms before its first SSE event by design (../shared/PEERS.md), so its added TTFT p99 exceeds 10 ms at any rate: 0 here is that design, not a failure under load.',
       ...(cap.rigBound.length > 0 ? [`bounded by the rig (direct failed the same rate): ${cap.rigBound.join(', ')}`] : []),
+      ...(ctx.quiet ? [`quiet gate: waited ${(cap.probes.reduce((a, p) => a + p.result.quietWaitMs, 0) / 1000).toFixed(0)} s for a quiet host in all; ${cap.probes.reduce((a, p) => a + p.result.busyStarts, 0)} window(s) started on a busy host anyway.`] : []),
       ...cap.probes.filter((p) => !p.pass).map((p) => `${p.target} failed at ${p.rate}/s: ${p.reason}`),
     ];
     const probesOut = cap.probes.map(({ result, ...p }) => ({ ...p, ttft: result.ttft, sendLag: result.sendLag, cpuS: result.cpuS, errors: result.errors, unfinished: result.unfinished, inFlight: result.inFlight }));

@@ -4,7 +4,7 @@
  * back summaries (percentiles computed here), never raw samples. Every loop is bounded in count and time.
  */
 import { buildTarget, Conn, ConnPool, isTypedRefusal, type Exchange, type ExchangeResult, type Target, type TargetSpec } from './raw-client.js';
-import { cpuSeconds, hostBusySeconds, tcpCounters, tcpDelta } from './proc.js';
+import { cpuSeconds, hostBusySeconds, tcpCounters, tcpDelta, waitForQuietHost, type QuietGate } from './proc.js';
 import { Samples, summarize, type Summary } from './stats.js';
 
 export type Job =
@@ -20,6 +20,8 @@ export type Job =
        * (overload's goodput: completions over the window, shifted by one nominal stream duration).
        */
       goodputGraceMs?: number;
+      /** Before each window, wait (bounded) for a quiet host. */
+      quiet?: QuietGate;
     }
   | {
       type: 'streams'; target: TargetSpec; slots: number; durationMs: number; rampMs: number; intervalMs: number;
@@ -60,6 +62,8 @@ export interface OpenLoopTarget {
   okInWindow: number;
   /** Sum of the windows' nominal durations (s) and wall time including the drain (s). */
   windowS: number; wallS: number;
+  /** Time spent waiting for a quiet host before the windows (ms), and windows started on a busy host anyway. */
+  quietWaitMs: number; busyStarts: number;
   cpuS: Record<string, number>;
   inFlight: { mean: number; max: number }; unfinished: number; prewarmed: number;
   tcp: { listenOverflows: number; synRetrans: number; retransSegs: number };
@@ -284,7 +288,7 @@ async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenL
     sinks.set(t.name, { ttft: new Samples(4096), conv: new Samples(4096), errors, refusalLat: new Samples(1024), sendLag: new Samples(4096) });
     perTarget[t.name] = {
       ttft: summarize([]), conversation: summarize([]), requests: 0, ok: 0, errors, refused: 0, refusalLatency: summarize([]), sendLag: summarize([]),
-      okInWindow: 0, windowS: 0, wallS: 0, cpuS: {}, inFlight: { mean: 0, max: 0 }, unfinished: 0,
+      okInWindow: 0, windowS: 0, wallS: 0, quietWaitMs: 0, busyStarts: 0, cpuS: {}, inFlight: { mean: 0, max: 0 }, unfinished: 0,
       prewarmed: 0, tcp: { listenOverflows: 0, synRetrans: 0, retransSegs: 0 },
     };
   }
@@ -292,6 +296,11 @@ async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenL
     for (let k = 0; k < targets.length; k++) {
       const t = targets[(round + k) % targets.length]!;
       const pids = { ...(job.cpuPids[t.name] ?? {}), loadgen: process.pid };
+      if (job.quiet) {
+        const q = await waitForQuietHost(job.quiet);
+        perTarget[t.name]!.quietWaitMs += q.waitedMs;
+        if (!q.quiet) perTarget[t.name]!.busyStarts++;
+      }
       const cpu0 = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, cpuSeconds(pid)]));
       const host0 = hostBusySeconds();
       const tcp0 = tcpCounters();

@@ -55,6 +55,33 @@ export function hostBusySeconds(): number {
   }
 }
 
+/** Options of {@link waitForQuietHost}. */
+export interface QuietGate {
+  /** The host counts as quiet when everything on it together is busy at most this many CPU s/s. */
+  maxBusyCpuPerS: number;
+  /** Give up waiting after this long (ms) and go on, busy or not. */
+  maxWaitMs: number;
+}
+
+/**
+ * Waits until the whole host (every process, ours included: a server still busy with the previous
+ * window counts too) has been busy at most `maxBusyCpuPerS` CPU s/s over a 500 ms sample, or `maxWaitMs`
+ * passed. Resolves with the ms waited, the last sample (CPU s/s) and whether the host was quiet.
+ */
+export async function waitForQuietHost(gate: QuietGate): Promise<{ waitedMs: number; busyCpuPerS: number; quiet: boolean }> {
+  const t0 = performance.now();
+  let busy = Number.NaN;
+  for (let i = 0; i < 10_000; i++) {
+    const a = hostBusySeconds();
+    const s0 = performance.now();
+    await new Promise<void>((r) => setTimeout(r, 500));
+    busy = (hostBusySeconds() - a) / ((performance.now() - s0) / 1000);
+    if (!(busy > gate.maxBusyCpuPerS)) return { waitedMs: performance.now() - t0, busyCpuPerS: busy, quiet: true };
+    if (performance.now() - t0 >= gate.maxWaitMs) break;
+  }
+  return { waitedMs: performance.now() - t0, busyCpuPerS: busy, quiet: false };
+}
+
 /** Resident set size in bytes (VmRSS of /proc/<pid>/status); NaN when the process is gone. */
 export function rssBytes(pid: number): number {
   try {
