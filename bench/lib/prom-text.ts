@@ -7,6 +7,9 @@
  * time since the previous scrape, and the histogram is reset on every scrape. monitorEventLoopDelay
  * records the time between two runs of its own timer, so an idle loop reads about the timer's period
  * (the resolution); the delay is the reading minus the resolution.
+ *
+ * Preferred when present: a summary `parley_event_loop_delay_seconds{quantile="0.99"}` (and
+ * `{quantile="1"}` for the max), taken as the delay beyond the sampling period since the previous scrape.
  */
 
 /**
@@ -43,8 +46,8 @@ export interface LoopDelay {
   rawP99Ms: number;
   /** The monitor's resolution used for the subtraction, ms. */
   resolutionMs: number;
-  /** Where the resolution came from: a published gauge, or prom-client's default (checked against the minimum). */
-  resolutionSource: 'gauge' | 'prom-client default';
+  /** Where the value came from: Parley's own summary, a published resolution gauge, or prom-client's default resolution (checked against the minimum). */
+  resolutionSource: 'parley summary' | 'gauge' | 'prom-client default';
 }
 
 /**
@@ -56,6 +59,15 @@ export interface LoopDelay {
  */
 export function loopDelayFromMetrics(text: string): LoopDelay | string {
   const m = parsePromText(text);
+  const own = m.get('parley_event_loop_delay_seconds{quantile="0.99"}');
+  if (own !== undefined) {
+    const ownMax = m.get('parley_event_loop_delay_seconds{quantile="1"}');
+    const res = m.get('parley_eventloop_resolution_seconds');
+    return {
+      p99Ms: own * 1000, maxMs: ownMax === undefined ? Number.NaN : ownMax * 1000, rawP99Ms: own * 1000,
+      resolutionMs: res === undefined ? Number.NaN : res * 1000, resolutionSource: 'parley summary',
+    };
+  }
   const p99 = m.get('nodejs_eventloop_lag_p99_seconds');
   const max = m.get('nodejs_eventloop_lag_max_seconds');
   const min = m.get('nodejs_eventloop_lag_min_seconds');

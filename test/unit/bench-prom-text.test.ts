@@ -62,6 +62,22 @@ describe('bench loopDelayFromMetrics', () => {
     expect(d).toBe("no resolution gauge and min reading 0.003 ms < half of prom-client's default 10 ms: resolution unknown");
   });
 
+  it("prefers Parley's own delay summary (already beyond the sampling period)", () => {
+    const d = delay([
+      'parley_event_loop_delay_seconds{quantile="0.5"} 0.0002',
+      'parley_event_loop_delay_seconds{quantile="0.99"} 0.0031',
+      'parley_event_loop_delay_seconds{quantile="1"} 0.012',
+      'parley_eventloop_resolution_seconds 0.001',
+      'nodejs_eventloop_lag_min_seconds 0.00913408',
+      'nodejs_eventloop_lag_max_seconds 0.0236',
+      'nodejs_eventloop_lag_p99_seconds 0.0139',
+    ].join('\n'));
+    expect(d.resolutionSource).toBe('parley summary');
+    expect(d.p99Ms).toBeCloseTo(3.1, 9);
+    expect(d.maxMs).toBeCloseTo(12, 9);
+    expect(d.resolutionMs).toBeCloseTo(1, 9);
+  });
+
   it('says so when the metrics are absent', () => {
     expect(loopDelayFromMetrics('process_cpu_seconds_total 1\n')).toBe('no nodejs_eventloop_lag_p99_seconds / _max_seconds in /metrics');
   });
