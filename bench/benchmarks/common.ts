@@ -135,6 +135,24 @@ export function flagHostBusy(r: Row, othersPerS: Partial<Record<TargetName, numb
   return { ...r, flags: [...(r.flags ?? []), `host-busy(${busy.join(',')})`] };
 }
 
+/** Load-generator send lag p99 (ms) above which its own lateness is part of the measured latency. */
+export const LOADGEN_LATE_MS = 5;
+
+/**
+ * Adds `loadgen-late(<target>,...)` for every target whose window(s) the load generator sent with a lag
+ * p99 above LOADGEN_LATE_MS (`sendLagP99`, ms): latencies count from the scheduled time, so that lag is in
+ * the row's latency; the rig, not the server.
+ */
+export function flagLoadgenLate(r: Row, sendLagP99: Partial<Record<TargetName, number | null | undefined>>): Row {
+  const late = TARGETS.filter((t) => {
+    const v = sendLagP99[t];
+    const value = r[t];
+    return typeof v === 'number' && v > LOADGEN_LATE_MS && value !== null && value !== undefined;
+  });
+  if (late.length === 0) return r;
+  return { ...r, flags: [...(r.flags ?? []), `loadgen-late(${late.join(',')})`] };
+}
+
 /** `v.toFixed(digits)`, or '—' for NaN / null / undefined (for log lines). */
 export function fx(v: number | null | undefined, digits = 2): string {
   return typeof v === 'number' && Number.isFinite(v) ? v.toFixed(digits) : '—';

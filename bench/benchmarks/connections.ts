@@ -76,7 +76,7 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
       open, rssAtStart, rssBefore, rssOpen, rssAfterClose, fdsOpen, tcp, stillOpenAfterSettle: check.open, closedByServer: check.closedByServer, cpuOpenS,
       bytesPerConnection: open.idle > 0 ? (rssOpen - rssBefore) / open.idle : Number.NaN,
     };
-    ctx.log(`  ${open.idle}/${n} live (${open.errors.server} server failures, ${open.errors.client} load-generator limits ${JSON.stringify(open.errors.byCode)}), RSS ${(rssBefore / 2 ** 20).toFixed(1)} -> ${(rssOpen / 2 ** 20).toFixed(1)} MiB (${(r.bytesPerConnection / 1024).toFixed(2)} KiB/stream), after close ${(rssAfterClose / 2 ** 20).toFixed(1)} MiB`);
+    ctx.log(`  ${open.idle}/${n} live (${open.refused} typed refusals retried, ${open.errors.server} server failures, ${open.errors.client} load-generator limits ${JSON.stringify(open.errors.byCode)}), RSS ${(rssBefore / 2 ** 20).toFixed(1)} -> ${(rssOpen / 2 ** 20).toFixed(1)} MiB (${(r.bytesPerConnection / 1024).toFixed(2)} KiB/stream), after close ${(rssAfterClose / 2 ** 20).toFixed(1)} MiB`);
     results[t] = r;
   };
 
@@ -128,6 +128,7 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
       vsDirect,
       row('live streams established', 'count', 'higher', (r) => r.open.idle),
       row('server failures while opening', 'count', 'lower', (r) => r.open.errors.server),
+      row('typed refusals while opening (each retried after 1 s)', 'count', 'none', (r) => r.open.refused),
       row('load-generator limit errors (EMFILE, EADDRNOTAVAIL)', 'count', 'none', (r) => r.open.errors.client),
       row('streams still open after settle', 'count', 'higher', (r) => r.stillOpenAfterSettle),
       row('RSS before (after warm-up)', 'MiB', 'lower', (r) => r.rssBefore / 2 ** 20),

@@ -12,7 +12,7 @@ import type { Panel } from '../lib/svg.js';
 import { diffSummary, summarize, type Summary } from '../lib/stats.js';
 import type { TargetSpec } from '../lib/raw-client.js';
 import {
-  baselineTarget, directTarget, flagHostBusy, floorTarget, parleyTarget, percentileRows, perTarget, portkeyTarget, quietGate, SERVERS, serverPid, startRig, TARGETS,
+  baselineTarget, directTarget, flagHostBusy, flagLoadgenLate, floorTarget, parleyTarget, percentileRows, perTarget, portkeyTarget, quietGate, SERVERS, serverPid, startRig, TARGETS,
   type Ctx, type TargetName,
 } from './common.js';
 
@@ -117,9 +117,10 @@ export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
       // A target not run at this level gets an empty result (every value NaN, printed '—').
       const pt = Object.fromEntries(TARGETS.map((t) => [t, r.perTarget[t] ?? emptyTarget()])) as Record<TargetName, OpenLoopTarget>;
       const s = Object.fromEntries(TARGETS.map((t) => [t, pt[t].ttft])) as Record<TargetName, Summary>;
-      const errors = Object.fromEntries(TARGETS.map((t) => [t, r.perTarget[t] ? pt[t].errors.total + pt[t].refused + pt[t].unfinished : Number.NaN])) as Record<TargetName, number>;
+      const errors = Object.fromEntries(TARGETS.map((t) => [t, r.perTarget[t] ? pt[t].errors.total + pt[t].unfinished : Number.NaN])) as Record<TargetName, number>;
       const cpuPerReq = (t: TargetName) => (pt[t].ok > 0 ? ((pt[t].cpuS.server ?? Number.NaN) / pt[t].ok) * 1000 : null);
       const extra: Row[] = [
+        { bench, metric: `${l.label} typed refusals (503 overloaded)`, unit: 'count', better: 'none', ...perTarget((t) => (r.perTarget[t] ? pt[t].refused : null)) },
         { bench, metric: `${l.label} achieved mean in-flight`, unit: 'streams', better: 'none', ...perTarget((t) => pt[t].inFlight.mean) },
         { bench, metric: `${l.label} server CPU per stream`, unit: 'ms', better: 'lower', ...perTarget(cpuPerReq) },
         { bench, metric: `${l.label} load-generator CPU`, unit: 's', better: 'none', ...perTarget((t) => pt[t].cpuS.loadgen) },
@@ -129,8 +130,9 @@ export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
       ];
       const added = addLevel(l.label, s, errors, extra, Object.fromEntries(SERVERS.map((t) => [t, pt[t].conversation])));
       const othersPerS = Object.fromEntries(TARGETS.map((t) => [t, (pt[t].cpuS.others ?? Number.NaN) / pt[t].wallS]));
+      const lagP99 = Object.fromEntries(TARGETS.map((t) => [t, pt[t].sendLag.p99]));
       for (let i = 0; i < rows.length; i++) {
-        if (rows[i]!.metric.startsWith(`${l.label} TTFT`) || rows[i]!.metric.startsWith(`${l.label} added TTFT`)) rows[i] = flagHostBusy(rows[i]!, othersPerS);
+        if (rows[i]!.metric.startsWith(`${l.label} TTFT`) || rows[i]!.metric.startsWith(`${l.label} added TTFT`)) rows[i] = flagLoadgenLate(flagHostBusy(rows[i]!, othersPerS), lagP99);
       }
       results[`level_${l.label.replace(/\W+/g, '_')}`] = { rate_per_s: r.rate, per_target: pt, added_minus_direct: added };
     }
@@ -150,7 +152,7 @@ export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
       'added TTFT = the target\'s percentile minus the direct-upstream percentile of the same run (per percentile, not per request).',
       `open-loop rate = concurrency / stream duration (time to the last delta: TTFT + (deltas - 1) x ${intervalMs} ms); latency counts from each request's scheduled time. C=50 short turns: 16 deltas, first after 20 ms (${shortModel}).`,
       'Portkey buffers ~25 ms before its first SSE event by design (../shared/PEERS.md): its added TTFT includes that; it is the product as shipped.',
-      'errors at open-loop levels = failures + typed refusals + streams unfinished at the drain deadline.',
+      'errors at open-loop levels = untyped failures + streams unfinished at the drain deadline; typed refusals (503 overloaded, Parley\'s admission control) have their own row; TTFT percentiles cover the streams that succeeded.',
       ...skipped,
       ...[...open].map(([l, r]) => {
         const v = Object.values(r.perTarget);

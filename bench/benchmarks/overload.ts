@@ -4,14 +4,14 @@
  * search of short-turns, bench/benchmarks/capacity.ts). Then arrivals at 2x that rate for a few seconds:
  * goodput (streams completed OK by the window's end + one stream duration, per second) as a share of
  * capacity, the admitted streams' added TTFT, typed refusals (HTTP 503 `overloaded` + Retry-After) and
- * their latency, and every other failure (untyped). Targets: Parley, the baseline and the floor (the
- * last two have no admission control: they slow down instead); direct runs at the same rates as the
- * reference (and shows whether the rig itself carries that rate).
+ * their latency, and every other failure (untyped). Targets: Parley (its admission control refuses new
+ * turns past its limits), the baseline and the floor (no admission control: they slow down instead);
+ * direct runs at the same rates as the reference (and shows whether the rig itself carries that rate).
  */
 import type { OpenLoopResult, OpenLoopTarget } from '../lib/loadgen.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
-import { baselineTarget, directTarget, flagHostBusy, floorTarget, fx, parleyTarget, perTarget, serverPid, startRig, type Ctx, type TargetName } from './common.js';
-import { searchCapacity } from './capacity.js';
+import { baselineTarget, directTarget, flagHostBusy, flagLoadgenLate, floorTarget, fx, parleyTarget, perTarget, serverPid, startRig, type Ctx, type TargetName } from './common.js';
+import { MIN_ARRIVALS, searchCapacity } from './capacity.js';
 
 type OverloadTarget = 'parley' | 'baseline' | 'floor';
 const SERVERS: OverloadTarget[] = ['parley', 'baseline', 'floor'];
@@ -57,7 +57,7 @@ export async function overload(ctx: Ctx): Promise<BenchOutcome> {
     ctx.log('overload: warm-up');
     for (const t of ['direct', ...SERVERS] as const) await loadgen.run({ type: 'warmup', target: specs[t], count: smoke ? 2 : 300, concurrency: smoke ? 8 : 16, sse: true, timeoutMs: 20_000 });
     const cap = await searchCapacity(ctx, {
-      rig, specs, targets: SERVERS, search, boundMs, mockTtftMs: ttftMs, streamS, windowMs: probeWindowMs, drainMs: smoke ? 10_000 : 20_000, pauseMs: smoke ? 100 : 500, label: 'overload capacity',
+      rig, specs, targets: SERVERS, search, boundMs, mockTtftMs: ttftMs, streamS, windowMs: probeWindowMs, drainMs: smoke ? 10_000 : 20_000, pauseMs: smoke ? 100 : 500, thorough: !smoke, label: 'overload capacity',
     });
 
     const drives: Partial<Record<OverloadTarget, Drive>> = {};
@@ -107,6 +107,8 @@ export async function overload(ctx: Ctx): Promise<BenchOutcome> {
     });
     const busy = Object.fromEntries(SERVERS.map((t) => [t, drives[t] ? (drives[t]!.target.cpuS.others ?? Number.NaN) / drives[t]!.target.wallS : null])) as Partial<Record<TargetName, number | null>>;
     if (drives.parley) busy.direct = (drives.parley.direct.cpuS.others ?? Number.NaN) / drives.parley.direct.wallS;
+    const lagP99 = Object.fromEntries(SERVERS.map((t) => [t, drives[t]?.target.sendLag.p99])) as Partial<Record<TargetName, number | undefined>>;
+    if (drives.parley) lagP99.direct = drives.parley.direct.sendLag.p99;
     const capRow: Row = { bench, metric: `capacity: arrivals/s at added-TTFT p99 <= ${boundMs} ms (direct: the rig's)`, unit: 'turns/s', better: 'higher', ...perTarget((t) => (t === 'portkey' ? null : cap.best[t] ?? null)) };
     const goodShare: Row = { bench, metric: 'goodput at 2x capacity, share of capacity', unit: '%', better: 'higher', ...col((d) => d.goodputShare * 100) };
     goodShare.target = { text: '>= 90% of capacity at 2x overload', pass: smoke || goodShare.parley === null ? null : goodShare.parley >= 90 };
@@ -136,18 +138,21 @@ export async function overload(ctx: Ctx): Promise<BenchOutcome> {
       { bench, metric: 'load-generator send lag p99 at 2x capacity', unit: 'ms', better: 'none', ...col((d) => d.target.sendLag.p99, (d) => d.direct.sendLag.p99) },
       { bench, metric: 'host CPU used outside the measured processes', unit: 'CPU s/s', better: 'none', ...col((d) => (d.target.cpuS.others ?? Number.NaN) / d.target.wallS, (d) => (d.direct.cpuS.others ?? Number.NaN) / d.direct.wallS) },
       { bench, metric: 'kernel SYN retransmits during the overload window', unit: 'count', better: 'none', ...col((d) => d.target.tcp.synRetrans, (d) => d.direct.tcp.synRetrans) },
-    ] as Row[]).map((r) => (r === capRow || r.better === 'none' ? r : flagHostBusy(r, busy)));
+    ] as Row[]).map((r) => (r === capRow || r.better === 'none' ? r : flagLoadgenLate(flagHostBusy(r, busy), lagP99)));
+    notes.push(...cap.superseded.map((x) => `capacity: ${x.target} at ${x.rate}/s was measured again: the first window failed (${x.reason}) while disturbed by the rig (send lag p99 ${fx(x.sendLagP99)} ms, host CPU outside the rig ${fx(x.othersCpuPerS)} CPU s/s).`));
     if (ctx.quiet) {
       const windows = [...cap.probes.map((p) => p.result), ...Object.values(drives).flatMap((d) => [d.target, d.direct])];
       notes.push(`quiet gate: waited ${(windows.reduce((a, w) => a + w.quietWaitMs, 0) / 1000).toFixed(0)} s for a quiet host in all; ${windows.reduce((a, w) => a + w.busyStarts, 0)} window(s) started on a busy host anyway.`);
     }
-    if (parleyRefused === 0 && drives.parley) notes.push('Parley refused nothing (no admission control in this build): the refusal-latency target is n/a; the untyped-failure and admitted-latency rows show what happens instead.');
+    if (parleyRefused === 0 && drives.parley) notes.push('Parley refused nothing at 2x its capacity: the refusal-latency target is n/a; the admitted-latency and in-flight rows show what it did instead.');
+    const sample = drives.parley?.target.errors.sample;
+    if (sample) notes.push(`Parley: an untyped failure looked like: ${sample}`);
     for (const t of SERVERS) {
       const e = drives[t]?.target.errors;
       if (e && e.total > 0) notes.push(`${t}: failures at 2x ${JSON.stringify(e.byCode)}${e.sample ? ` e.g. ${e.sample}` : ''}`);
     }
     notes.unshift(
-      `capacity: ladder from ${search.start}/s x${search.factor} to ${search.max}/s, ${search.refine} bisection step(s), ${probeWindowMs} ms windows; added TTFT = target p99 minus direct p99 at the same rate.`,
+      `capacity: ladder from ${search.start}/s x${search.factor} to ${search.max}/s, ${search.refine} bisection step(s), windows of ${probeWindowMs} ms and at least ${MIN_ARRIVALS} arrivals; added TTFT = target p99 minus direct p99 at the same rate.`,
       `overload: ${overloadMs} ms of arrivals at 2x capacity (direct first at the same rate), then a drain; goodput = OK streams ending by window end + ${graceMs} ms (one nominal stream) / window length; latencies from each request's scheduled time.`,
       'the baseline and the floor have no admission control: they accept everything and slow down (see their added TTFT and in-flight rows).',
     );
@@ -155,7 +160,7 @@ export async function overload(ctx: Ctx): Promise<BenchOutcome> {
     return {
       name: 'overload', rows, config, notes,
       results: {
-        capacity: cap.best, capped: cap.capped, rig_bound: cap.rigBound,
+        capacity: cap.best, capped: cap.capped, rig_bound: cap.rigBound, superseded: cap.superseded,
         probes: cap.probes.map(({ result, ...p }) => ({ ...p, ttft: result.ttft, errors: result.errors })),
         drives,
       },

@@ -7,10 +7,10 @@
  */
 import type { BenchOutcome, Row } from '../lib/report.js';
 import {
-  baselineTarget, directTarget, flagCeiling, flagHostBusy, floorTarget, parleyTarget, perTarget, portkeyTarget, SERVERS, startRig, TARGETS,
+  baselineTarget, directTarget, flagCeiling, flagHostBusy, flagLoadgenLate, floorTarget, fx, parleyTarget, perTarget, portkeyTarget, SERVERS, startRig, TARGETS,
   type Ctx, type TargetName,
 } from './common.js';
-import { searchCapacity, type ProbeRecord } from './capacity.js';
+import { MIN_ARRIVALS, searchCapacity, type ProbeRecord } from './capacity.js';
 
 export async function shortTurns(ctx: Ctx): Promise<BenchOutcome> {
   const smoke = ctx.smoke;
@@ -39,7 +39,7 @@ export async function shortTurns(ctx: Ctx): Promise<BenchOutcome> {
     ctx.log('short-turns: warm-up');
     for (const t of TARGETS) await loadgen.run({ type: 'warmup', target: specs[t], count: smoke ? 2 : 300, concurrency: smoke ? 8 : 16, sse: true, timeoutMs: 20_000 });
     const cap = await searchCapacity(ctx, {
-      rig, specs, targets: SERVERS, search, boundMs, mockTtftMs: ttftMs, streamS, windowMs, drainMs: smoke ? 10_000 : 20_000, pauseMs: smoke ? 100 : 500, label: 'short-turns',
+      rig, specs, targets: SERVERS, search, boundMs, mockTtftMs: ttftMs, streamS, windowMs, drainMs: smoke ? 10_000 : 20_000, pauseMs: smoke ? 100 : 500, thorough: !smoke, label: 'short-turns',
     });
     const bench = 'short-turns';
     const best = (t: TargetName) => cap.best[t] ?? null;
@@ -62,12 +62,12 @@ export async function shortTurns(ctx: Ctx): Promise<BenchOutcome> {
     // At each target's own highest passing rate (the values are at different rates per column).
     const atBest = (t: TargetName): ProbeRecord | undefined => cap.probes.find((p) => p.target === t && p.pass && p.rate === cap.best[t]);
     const first = (t: TargetName): ProbeRecord | undefined => cap.probes.find((p) => p.target === t && p.rate === search.start);
-    const probeRow = (metric: string, unit: string, better: Row['better'], pick: (t: TargetName) => ProbeRecord | undefined, f: (p: ProbeRecord) => number): Row => flagHostBusy({
+    const probeRow = (metric: string, unit: string, better: Row['better'], pick: (t: TargetName) => ProbeRecord | undefined, f: (p: ProbeRecord) => number): Row => flagLoadgenLate(flagHostBusy({
       bench, metric, unit, better, ...perTarget((t) => {
         const p = pick(t);
         return p ? f(p) : null;
       }),
-    }, Object.fromEntries(TARGETS.map((t) => [t, othersPerS(pick(t))])));
+    }, Object.fromEntries(TARGETS.map((t) => [t, othersPerS(pick(t))]))), Object.fromEntries(TARGETS.map((t) => [t, pick(t)?.result.sendLag.p99])));
     const s0 = search.start;
     rows.push(
       probeRow(`@${s0}/s added TTFT p50 (direct: over the mock's ${ttftMs} ms)`, 'ms', 'lower', first, (p) => p.addedP50),
@@ -82,17 +82,18 @@ export async function shortTurns(ctx: Ctx): Promise<BenchOutcome> {
       { bench, metric: 'probes run', unit: 'count', better: 'none', ...perTarget((t) => cap.probes.filter((p) => p.target === t).length) },
     );
     const notes = [
-      `search: rates ${search.start}, x${search.factor} up to ${search.max}/s, then ${search.refine} bisection step(s); ${windowMs} ms open-loop window per probe; pass = added-TTFT p99 <= ${boundMs} ms and < 0.1% failures (errors, typed refusals, unfinished).`,
+      `search: rates ${search.start}, x${search.factor} up to ${search.max}/s, then ${search.refine} bisection step(s); open-loop windows of ${windowMs} ms and at least ${MIN_ARRIVALS} arrivals per probe; pass = added-TTFT p99 <= ${boundMs} ms and < 0.1% failures (errors, typed refusals, unfinished).`,
       'added TTFT = the target\'s TTFT p99 minus direct\'s TTFT p99 at the same rate (same run); direct\'s own row is the rig\'s ceiling (its TTFT p99 within 10 ms of the mock\'s 20 ms).',
       'Portkey buffers ~25 ms before its first SSE event by design (../shared/PEERS.md), so its added TTFT p99 exceeds 10 ms at any rate: 0 here is that design, not a failure under load.',
       ...(cap.rigBound.length > 0 ? [`bounded by the rig (direct failed the same rate): ${cap.rigBound.join(', ')}`] : []),
+      ...cap.superseded.map((x) => `${x.target} at ${x.rate}/s was measured again: the first window failed (${x.reason}) while disturbed by the rig (send lag p99 ${fx(x.sendLagP99)} ms, host CPU outside the rig ${fx(x.othersCpuPerS)} CPU s/s).`),
       ...(ctx.quiet ? [`quiet gate: waited ${(cap.probes.reduce((a, p) => a + p.result.quietWaitMs, 0) / 1000).toFixed(0)} s for a quiet host in all; ${cap.probes.reduce((a, p) => a + p.result.busyStarts, 0)} window(s) started on a busy host anyway.`] : []),
       ...cap.probes.filter((p) => !p.pass).map((p) => `${p.target} failed at ${p.rate}/s: ${p.reason}`),
     ];
     const probesOut = cap.probes.map(({ result, ...p }) => ({ ...p, ttft: result.ttft, sendLag: result.sendLag, cpuS: result.cpuS, errors: result.errors, unfinished: result.unfinished, inFlight: result.inFlight }));
     return {
       name: 'short-turns', rows, config, notes,
-      results: { best: cap.best, capped: cap.capped, rig_bound: cap.rigBound, probes: probesOut },
+      results: { best: cap.best, capped: cap.capped, rig_bound: cap.rigBound, superseded: cap.superseded, probes: probesOut },
       charts: [
         { title: `Short turns per second at added-TTFT p99 <= ${boundMs} ms`, unit: 'turns/s', groups: [{ label: 'highest passing rate', values: Object.fromEntries(TARGETS.map((t) => [t, best(t)])) }] },
         {

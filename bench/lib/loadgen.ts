@@ -78,7 +78,8 @@ export interface StreamsResult {
   /** The `/metrics` text scraped at start + toMs (when asked), the ms between the two scrapes, or why it failed. */
   metricsText?: string; metricsWindowMs?: number; metricsError?: string;
 }
-export interface ConnectionsOpenResult { requested: number; idle: number; errors: Errors; wallS: number; cpuS: number }
+/** `refused`: typed refusals met while opening (each retried after 1 s while the job's time lasts). */
+export interface ConnectionsOpenResult { requested: number; idle: number; refused: number; errors: Errors; wallS: number; cpuS: number }
 export interface OneShotResult { requests: number; ok: number; errors: Errors; latency: Summary; rps: number; wallS: number; cpuS: number }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -92,7 +93,7 @@ function countError(e: Errors, r: ExchangeResult): void {
   e.total++;
   if (r.clientLimit) e.client++;
   else e.server++;
-  const code = r.error ?? 'unknown';
+  const code = isTypedRefusal(r) ? 'refused_503_overloaded' : r.error ?? 'unknown';
   e.byCode[code] = (e.byCode[code] ?? 0) + 1;
   if (!e.sample && r.errorBody) e.sample = `${code}: ${r.errorBody.slice(0, 200)}`;
 }
@@ -395,7 +396,8 @@ async function streams(job: Extract<Job, { type: 'streams' }>): Promise<StreamsR
       } else {
         countError(errors, r);
         if (r.maxGapMs > job.stallMs) stalled++;
-        await sleep(10);
+        // A typed refusal asks the client to come back later: wait 1 s (a polite client), not 10 ms.
+        await sleep(isTypedRefusal(r) ? 1000 : 10);
       }
       if (ex.connClose) c.destroy();
     }
@@ -451,23 +453,35 @@ async function connectionsOpen(job: Extract<Job, { type: 'connections-open' }>):
   const errors = newErrors();
   let idle = 0;
   let sent = 0;
+  let refused = 0;
   const start = now();
   const gap = 1000 / job.rate;
   const waits: Promise<void>[] = [];
+  // A typed refusal (503 overloaded + Retry-After) is retried after 1 s, as a visitor's client would,
+  // while the job's time lasts; any other failure counts at once.
+  const open = (res: () => void): void => {
+    const c = new Conn(target);
+    const ex = c.send({ sse: true, idleOn: job.idleOn ?? 'marker', onIdle: () => { idle++; res(); } });
+    held.push({ conn: c, ex });
+    void ex.done.then((r) => {
+      if (!r.ok && isTypedRefusal(r)) {
+        refused++;
+        c.destroy();
+        if (now() + 1000 - start < job.timeoutMs) {
+          void sleep(1000).then(() => open(res));
+          return;
+        }
+      }
+      if (!r.ok || ex.idleAt === 0) countError(errors, r.ok ? { ...r, error: 'ended_before_idle' } : r);
+      res();
+    });
+  };
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       const t = now();
       while (sent < job.count && start + sent * gap <= t) {
         sent++;
-        const c = new Conn(target);
-        waits.push(new Promise<void>((res) => {
-          const ex = c.send({ sse: true, idleOn: job.idleOn ?? 'marker', onIdle: () => { idle++; res(); } });
-          held.push({ conn: c, ex });
-          void ex.done.then((r) => {
-            if (!r.ok || ex.idleAt === 0) countError(errors, r.ok ? { ...r, error: 'ended_before_idle' } : r);
-            res();
-          });
-        }));
+        waits.push(new Promise<void>((res) => open(res)));
       }
       if (sent >= job.count || t - start > job.timeoutMs) {
         clearInterval(timer);
@@ -482,7 +496,7 @@ async function connectionsOpen(job: Extract<Job, { type: 'connections-open' }>):
       countError(errors, { ...emptyResult(), error: 'timeout' });
     }
   }
-  return { requested: sent, idle, errors, wallS: (now() - start) / 1000, cpuS: cpuNow() - cpu0 };
+  return { requested: sent, idle, refused, errors, wallS: (now() - start) / 1000, cpuS: cpuNow() - cpu0 };
 }
 
 function connectionsCheck(): { open: number; closedByServer: number } {
