@@ -101,7 +101,11 @@ export async function streams(ctx: Ctx): Promise<BenchOutcome> {
         if (errRate >= 0.001) reason += `${reason ? '; ' : ''}server errors ${(errRate * 100).toFixed(2)}% ${JSON.stringify(r.errors.byCode)}`;
         if (clientRate >= 0.001) reason += `${reason ? '; ' : ''}load-generator limits ${(clientRate * 100).toFixed(2)}% ${JSON.stringify(r.errors.byCode)}`;
         const pass = reason === '';
-        const loopDelay = r.metricsText !== undefined ? loopDelayFromMetrics(r.metricsText) : r.metricsError;
+        // A server that answers the first scrape late shortens the window: under half of it is no measurement.
+        const wantedMs = metricsWindow.toMs - metricsWindow.fromMs;
+        const loopDelay = r.metricsText === undefined ? r.metricsError
+          : (r.metricsWindowMs ?? 0) < wantedMs / 2 ? `the scrape window shrank to ${Math.round(r.metricsWindowMs ?? 0)} ms of ${wantedMs} (the server answered the first /metrics late)`
+            : loopDelayFromMetrics(r.metricsText);
         const lr: LevelResult = {
           ...r, level, pass: pass && !afterFailure, reason, cpu, tcp, loopDelay, afterFailure, busyStart: !gate.quiet,
           serverCpuUsPerToken: r.tokens > 0 ? ((cpu.cpuS.server ?? Number.NaN) / r.tokens) * 1e6 : Number.NaN,

@@ -78,7 +78,7 @@ export interface StreamsResult {
   /** The `/metrics` text scraped at start + toMs (when asked), the ms between the two scrapes, or why it failed. */
   metricsText?: string; metricsWindowMs?: number; metricsError?: string;
 }
-/** `refused`: typed refusals met while opening (each retried after 1 s while the job's time lasts). */
+/** `refused`: typed refusals met while opening (each retried after 1-2 s while the job's time lasts). */
 export interface ConnectionsOpenResult { requested: number; idle: number; refused: number; errors: Errors; wallS: number; cpuS: number }
 export interface OneShotResult { requests: number; ok: number; errors: Errors; latency: Summary; rps: number; wallS: number; cpuS: number }
 
@@ -457,8 +457,9 @@ async function connectionsOpen(job: Extract<Job, { type: 'connections-open' }>):
   const start = now();
   const gap = 1000 / job.rate;
   const waits: Promise<void>[] = [];
-  // A typed refusal (503 overloaded + Retry-After) is retried after 1 s, as a visitor's client would,
-  // while the job's time lasts; any other failure counts at once.
+  // A typed refusal (503 overloaded + Retry-After) is retried after 1-2 s (jittered, so refused clients do
+  // not come back in one herd), as a visitor's client would, while the job's time lasts; any other failure
+  // counts at once.
   const open = (res: () => void): void => {
     const c = new Conn(target);
     const ex = c.send({ sse: true, idleOn: job.idleOn ?? 'marker', onIdle: () => { idle++; res(); } });
@@ -467,8 +468,9 @@ async function connectionsOpen(job: Extract<Job, { type: 'connections-open' }>):
       if (!r.ok && isTypedRefusal(r)) {
         refused++;
         c.destroy();
-        if (now() + 1000 - start < job.timeoutMs) {
-          void sleep(1000).then(() => open(res));
+        const wait = 1000 + Math.random() * 1000;
+        if (now() + wait - start < job.timeoutMs) {
+          void sleep(wait).then(() => open(res));
           return;
         }
       }
@@ -489,7 +491,17 @@ async function connectionsOpen(job: Extract<Job, { type: 'connections-open' }>):
       }
     }, 1);
   });
-  await Promise.race([Promise.all(waits), sleep(Math.max(0, job.timeoutMs - (now() - start)))]);
+  // Stop waiting for stragglers once no stream has gone live for 10 s (they then count as timeouts), so the
+  // opening phase does not run on into a long idle wait.
+  let settled = false;
+  void Promise.all(waits).then(() => { settled = true; });
+  let lastIdle = idle;
+  let lastProgress = now();
+  for (let i = 0; i < 1_000_000 && !settled && now() - start < job.timeoutMs; i++) {
+    await sleep(250);
+    if (idle !== lastIdle) { lastIdle = idle; lastProgress = now(); }
+    if (sent >= job.count && now() - lastProgress > 10_000) break;
+  }
   for (const h of held) {
     if (h.ex.idleAt === 0 && !h.ex.finished) {
       h.ex.fail('timeout', now());
