@@ -3,18 +3,23 @@
  * point down:
  *
  *   transport -> runtime -> (auth, knowledge, models, moderation, tools) -> store -> shared
- *   shared = config, errors, events, ids, log, metrics, text, vocabulary, workers
+ *   shared = config, errors, events, ids, log, metrics, net, text, vocabulary, workers
  *   actors/ (pure XState machines): xstate, actors/ and types from src/vocabulary only
  *
  * The composition root (src/main.ts, src/parley.ts, src/process-policy.ts, src/bootstrap/, src/cli/) may import anything.
  * Transport may name the records of lower layers in types (views), never call into them.
+ *
+ * src/web/ (the dashboard, bundled for the browser by scripts/build-web.mjs) is an island beside the
+ * layers: it imports nothing from the rest of src/ and no Node.js module, only Preact; and nothing in
+ * src/ imports it. It talks to the server over HTTP only.
  */
-const SHARED = '^src/(config|errors|events|ids|log|metrics|text|vocabulary|workers)/';
+const SHARED = '^src/(config|errors|events|ids|log|metrics|net|text|vocabulary|workers)/';
 const STORE = '^src/store/';
 const DOMAIN = '^src/(auth|knowledge|models|moderation|tools)/';
 const RUNTIME = '^src/runtime/';
 const TRANSPORT = '^src/transport/';
 const ROOT = ['^src/(main|parley|process-policy)[.]ts$', '^src/(bootstrap|cli)/'];
+const WEB = '^src/web/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -81,6 +86,27 @@ module.exports = {
       to: { path: '^actors/' },
     },
     {
+      name: 'web-is-an-island',
+      comment: 'The dashboard runs in the browser and knows the server only through its HTTP API.',
+      severity: 'error',
+      from: { path: WEB },
+      to: { path: ['^src/', '^actors/'], pathNot: WEB },
+    },
+    {
+      name: 'web-uses-preact-only',
+      comment: 'Browser code: no Node.js modules, and of the npm packages only Preact (bundled at build time).',
+      severity: 'error',
+      from: { path: WEB },
+      to: { dependencyTypes: ['core', 'npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-no-pkg', 'npm-unknown'], pathNot: 'node_modules/preact/' },
+    },
+    {
+      name: 'nothing-imports-web',
+      comment: 'The server never imports the dashboard\'s code; it serves its built files.',
+      severity: 'error',
+      from: { path: ['^src/', '^actors/'], pathNot: WEB },
+      to: { path: WEB },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: {},
@@ -100,9 +126,9 @@ module.exports = {
     },
     {
       name: 'not-to-dev-dep',
-      comment: 'Shipped code must not depend on devDependencies.',
+      comment: 'Shipped code must not depend on devDependencies (the dashboard bundles Preact at build time, so it may).',
       severity: 'error',
-      from: { path: ['^src/', '^actors/'] },
+      from: { path: ['^src/', '^actors/'], pathNot: WEB },
       to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
     },
   ],

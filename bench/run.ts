@@ -1,8 +1,8 @@
 /**
  * The benchmark runner: `npm run bench` (everything), `npm run bench -- <name> [<name>...]`, `--smoke`
- * (a seconds-long run for CI). Spawns the mock upstream, Parley, the baseline and the load generator as
- * separate processes, prints a table per benchmark and a summary, and writes bench/results/<name>.json
- * and .svg. bench/README.md explains every row.
+ * (a seconds-long run for CI). Spawns the mock upstream, Parley, the baseline, the floor, Portkey's
+ * gateway and the load generator as separate processes, prints a table per benchmark and a summary, and
+ * writes bench/results/<name>.json and .svg. bench/README.md explains every row.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -13,23 +13,29 @@ import { streams } from './benchmarks/streams.js';
 import { connections } from './benchmarks/connections.js';
 import { oneShot } from './benchmarks/one-shot.js';
 import { ingest } from './benchmarks/ingest.js';
+import { shortTurns } from './benchmarks/short-turns.js';
+import { overload } from './benchmarks/overload.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
-import { formatTable, versusBaseline, writeOutcome, type BenchOutcome, type Row } from './lib/report.js';
+import { formatTable, versusBaseline, versusPortkey, writeOutcome, type BenchOutcome, type Row } from './lib/report.js';
 
 const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   'first-token': firstToken,
   streams,
   connections,
+  'short-turns': shortTurns,
+  overload,
   'one-shot': oneShot,
   ingest,
 };
 
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]
   (no name: all)  --smoke: seconds-long run (CI)  --cpu-prof: run the Parley server under node --cpu-prof and print
-  its top self-time functions  --levels: stream counts for "streams" (default 100,250,500,1000,2000,3000,4000; smoke 50)
-  --parley-env: extra PARLEY_* variables for the Parley server (e.g. PARLEY_SQLITE_SYNCHRONOUS=normal)`;
+  its top self-time functions  --levels: stream counts for "streams" (default 100,250,500,1000,1500,2000; smoke 50)
+  --parley-env: extra PARLEY_* variables for the Parley server (e.g. PARLEY_SQLITE_SYNCHRONOUS=normal)
+  --quiet-wait S: before each measurement window wait up to S seconds (default 15) until the whole host uses
+  <= 0.3 CPU s/s (a shared machine); --no-quiet-gate: don't wait (smoke never waits)`;
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -38,6 +44,8 @@ async function main(): Promise<number> {
       'cpu-prof': { type: 'boolean', default: false },
       levels: { type: 'string' },
       'parley-env': { type: 'string', multiple: true },
+      'no-quiet-gate': { type: 'boolean', default: false },
+      'quiet-wait': { type: 'string', default: '15' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: true,
@@ -65,6 +73,7 @@ async function main(): Promise<number> {
   log(`machine: ${machine.cpus.count}x ${machine.cpus.model}, ${(machine.total_mem_bytes / 2 ** 30).toFixed(1)} GiB, node ${machine.node}, commit ${machine.git_commit}${machine.git_dirty ? ' (dirty tree)' : ''}, open files ${machine.open_files_limit}`);
   const ctx: Ctx = {
     root, smoke: values.smoke, levels: levels && levels.length > 0 ? levels : undefined, log,
+    quiet: values.smoke || values['no-quiet-gate'] ? undefined : { maxBusyCpuPerS: 0.3, maxWaitMs: Math.max(0, Number(values['quiet-wait'])) * 1000 },
     parleyNodeArgs: values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
     parleyEnv: Object.fromEntries((values['parley-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
   };
@@ -92,9 +101,12 @@ async function main(): Promise<number> {
   if (targets.length > 0) {
     process.stdout.write('\nTargets:\n');
     for (const r of targets) process.stdout.write(`  ${r.target!.pass === null ? 'n/a ' : r.target!.pass ? 'PASS' : 'MISS'}  ${r.target!.text}  (Parley: ${r.parley === null ? '—' : r.parley.toFixed(3)} ${r.unit})\n`);
-    const compared = all.filter((r) => versusBaseline(r) !== null);
-    const behind = compared.filter((r) => versusBaseline(r) === 'behind');
-    process.stdout.write(`  ${behind.length === 0 && compared.length > 0 ? 'PASS' : 'MISS'}  ahead of the baseline in every row (${compared.length - behind.length}/${compared.length} rows ahead or tied${behind.length > 0 ? `; behind in: ${behind.map((r) => `${r.bench} ${r.metric}`).join('; ')}` : ''})\n`);
+    for (const [who, vs] of [['the baseline in every row', versusBaseline], ['Portkey in every row it has', versusPortkey]] as const) {
+      const compared = all.filter((r) => vs(r) !== null);
+      const behind = compared.filter((r) => vs(r) === 'behind');
+      const verdict = compared.length === 0 ? 'n/a ' : behind.length === 0 ? 'PASS' : 'MISS';
+      process.stdout.write(`  ${verdict}  ahead of ${who} (${compared.length - behind.length}/${compared.length} rows ahead or tied${behind.length > 0 ? `; behind in: ${behind.map((r) => `${r.bench} ${r.metric}`).join('; ')}` : ''})\n`);
+    }
   }
   log(`done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   return failed > 0 ? 1 : 0;

@@ -23,6 +23,7 @@ import { ConversationService } from './runtime/services/conversations.js';
 import { HealthService } from './runtime/services/health.js';
 import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
 import type { Store } from './store/ports.js';
+import { withApiKeyCache } from './store/cached-api-keys.js';
 import { createSqliteStore } from './store/sqlite/sqlite-store.js';
 import { createDispatcher } from './transport/http/dispatch.js';
 import { Router } from './transport/http/router.js';
@@ -40,6 +41,7 @@ import { ChannelFrames } from './transport/ws/server-frames.js';
 import type { Services } from './transport/http/services.js';
 import type { RouteDef } from './transport/http/types.js';
 import { SseHub } from './transport/sse/sse-writer.js';
+import { loadDashboard } from './transport/static/static-site.js';
 import { startUwsServer } from './transport/uws/server.js';
 
 /** A running Parley instance. */
@@ -74,7 +76,8 @@ export interface Parley {
  */
 export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store } = {}): Promise<Parley> {
   const logger = opts.logger ?? createLogger(config.logLevel);
-  const store = opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter });
+  // API-key lookups (one per API-key request) are cached; revocations through this instance apply at once.
+  const store = withApiKeyCache(opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter }));
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
   const tokens = createWorkerTokenCounter();
@@ -132,10 +135,12 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   });
   await recover(store, knowledge, logger);
   const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
+  const dashboard = loadDashboard(config.dashboardDir);
+  if (!dashboard.available) logger.warn({ dir: config.dashboardDir }, 'the dashboard is not built (npm run build): /dashboard answers 404');
   const server = await startUwsServer({
     host: config.host, port: config.port, router: new Router(routes),
     dispatch: createDispatcher(access, (publicKey) => services.public.allowedOrigins(publicKey)),
-    sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes,
+    sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard],
     sockets: { routes: sockets, maxBufferedBytes: config.ws.maxBufferedBytes, idleTimeoutS: config.ws.idleTimeoutS },
     allowedOrigins: (publicKey) => services.public.allowedOrigins(publicKey),
   });

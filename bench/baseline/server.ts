@@ -7,6 +7,8 @@
  *
  * `POST /v1/chat` (also `/v1/agents/<any>/chat`) with `{"message", "stream"?, "model"?}`; `stream: false`
  * answers one JSON `{conversation_id, content}`. A client that goes away aborts the upstream call.
+ * `GET /metrics`: event-loop delay since the previous scrape (bench/lib/loop-monitor.ts; bench
+ * instrumentation, not part of what the team would build).
  *
  * CLI: `node dist/bench/baseline/server.js --port 0 --db <file> --upstream <base url> [--model bench]`,
  * key from `BASELINE_API_KEY` (stored hashed); prints `{"url","port"}` once listening.
@@ -17,6 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
+import { startLoopMonitor } from '../lib/loop-monitor.js';
 
 const { values } = parseArgs({
   options: {
@@ -56,6 +59,7 @@ const startTurn = db.transaction((conversationId: string, orgId: string, text: s
   insertMessage.run(conversationId, 'visitor', text, now);
 });
 
+const loopMetrics = startLoopMonitor(1);
 const openai = new OpenAI({ apiKey: 'bench', baseURL: values.upstream, maxRetries: 0, timeout: 600_000 });
 
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
@@ -151,6 +155,12 @@ const server = http.createServer((req, res) => {
       if (!res.headersSent) sendJson(res, 500, { error: { code: 'internal_error' } });
       else res.destroy();
     });
+    return;
+  }
+  if (req.method === 'GET' && path === '/metrics') {
+    const text = loopMetrics();
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
     return;
   }
   if (req.method === 'GET' && path === '/healthz') {

@@ -1,8 +1,12 @@
-/** Shared pieces of the benchmarks: the run context, request targets, rows helpers. */
+/** Shared pieces of the benchmarks: the run context, request targets (direct, Parley, baseline, floor, Portkey), rows helpers, the rig. */
 import type { TargetSpec } from '../lib/raw-client.js';
 import { startLoadGen, type LoadGen } from '../lib/loadgen-client.js';
-import { startBaselineServer, startMock, startParleyServer, type BaselineProc, type MockOptions, type MockProc, type ParleyProc } from '../lib/processes.js';
+import {
+  startBaselineServer, startFloorServer, startMock, startParleyServer, startPortkey,
+  type BaselineProc, type FloorProc, type MockOptions, type MockProc, type ParleyProc, type PortkeyProc,
+} from '../lib/processes.js';
 import type { Row } from '../lib/report.js';
+import { waitForQuietHost, type QuietGate } from '../lib/proc.js';
 import type { Summary } from '../lib/stats.js';
 
 export interface Ctx {
@@ -14,11 +18,16 @@ export interface Ctx {
   parleyEnv: Record<string, string>;
   /** Streams levels override (--levels). */
   levels: number[] | undefined;
+  /** Wait (bounded) for a quiet host before each measurement window; undefined: don't (smoke, --no-quiet-gate). */
+  quiet: QuietGate | undefined;
   log(msg: string): void;
 }
 
-export type TargetName = 'parley' | 'baseline' | 'direct';
-export const TARGETS: TargetName[] = ['direct', 'parley', 'baseline'];
+export type TargetName = 'parley' | 'baseline' | 'floor' | 'portkey' | 'direct';
+/** Every target, in the order windows run (direct first: the reference). */
+export const TARGETS: TargetName[] = ['direct', 'parley', 'baseline', 'floor', 'portkey'];
+/** The servers under comparison (every target but direct). */
+export const SERVERS: Exclude<TargetName, 'direct'>[] = ['parley', 'baseline', 'floor', 'portkey'];
 
 const MESSAGE = 'hello';
 
@@ -35,6 +44,30 @@ export function baselineTarget(b: BaselineProc, model: string, stream: boolean, 
     name, port: b.port, flavor: 'events', method: 'POST', path: '/v1/chat',
     headers: { Authorization: `Bearer ${b.apiKey}`, 'Content-Type': 'application/json', Accept: stream ? 'text/event-stream' : 'application/json' },
     body: JSON.stringify({ message: MESSAGE, stream, model }),
+  };
+}
+
+/** The floor (bench/floor/server.ts): no auth; the agent id in the path is the upstream model name. */
+export function floorTarget(f: FloorProc, model: string, stream: boolean, name: string = 'floor'): TargetSpec {
+  return {
+    name, port: f.port, flavor: 'events', method: 'POST', path: `/v1/agents/${encodeURIComponent(model)}/chat`,
+    headers: { 'Content-Type': 'application/json', Accept: stream ? 'text/event-stream' : 'application/json' },
+    body: JSON.stringify({ message: MESSAGE, stream }),
+  };
+}
+
+/**
+ * Portkey's gateway routing the chat-completions request to the mock (`x-portkey-provider: openai`,
+ * `x-portkey-custom-host: <mock>/v1`); it answers OpenAI chunks, counted like direct's.
+ */
+export function portkeyTarget(k: PortkeyProc, m: MockProc, model: string, name: string = 'portkey'): TargetSpec {
+  return {
+    name, port: k.port, flavor: 'openai', method: 'POST', path: '/v1/chat/completions',
+    headers: {
+      'Content-Type': 'application/json', Accept: 'text/event-stream',
+      'x-portkey-provider': 'openai', 'x-portkey-custom-host': m.url.replace(/\/+$/, ''),
+    },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: MESSAGE }], stream: true }),
   };
 }
 
@@ -56,23 +89,82 @@ export function percentileRows(bench: string, prefix: string, unit: string, s: P
   const keys = ['p50', 'p90', 'p99', 'max'] as const;
   return keys.map((k) => ({
     bench, metric: `${prefix} ${k}`, unit, better,
-    parley: s.parley ? nn(s.parley[k]) : null,
-    baseline: s.baseline ? nn(s.baseline[k]) : null,
-    direct: s.direct ? nn(s.direct[k]) : null,
+    ...perTarget((t) => (s[t] ? nn(s[t]![k]) : null)),
   }));
 }
 
-export function nn(v: number | undefined): number | null {
-  return v === undefined || Number.isNaN(v) ? null : v;
+/** The five value columns of a row from one function of the target (null where it does not apply). */
+export function perTarget(f: (t: TargetName) => number | null | undefined, skip: TargetName[] = []): Pick<Row, 'parley' | 'baseline' | 'floor' | 'portkey' | 'direct'> {
+  const v = (t: TargetName) => (skip.includes(t) ? null : nn(f(t) ?? undefined));
+  return { parley: v('parley'), baseline: v('baseline'), floor: v('floor'), portkey: v('portkey'), direct: v('direct') };
 }
 
-/** Adds `≈ceiling` when a higher-is-better Parley (or baseline) value is within 10% of the direct value. */
+export function nn(v: number | null | undefined): number | null {
+  return v === undefined || v === null || Number.isNaN(v) ? null : v;
+}
+
+/** Adds `≈ceiling(...)` for every server whose higher-is-better value is within 10% of the direct value. */
 export function flagCeiling(r: Row): Row {
   if (r.better !== 'higher' || r.direct === null || r.direct <= 0) return r;
   const flags = [...(r.flags ?? [])];
-  if (r.parley !== null && r.parley >= 0.9 * r.direct) flags.push('≈ceiling(Parley)');
-  if (r.baseline !== null && r.baseline >= 0.9 * r.direct) flags.push('≈ceiling(baseline)');
+  const names: Record<Exclude<TargetName, 'direct'>, string> = { parley: 'Parley', baseline: 'baseline', floor: 'floor', portkey: 'Portkey' };
+  for (const t of SERVERS) {
+    const v = r[t];
+    if (v !== null && v !== undefined && v >= 0.9 * r.direct) flags.push(`≈ceiling(${names[t]})`);
+  }
   return flags.length > 0 ? { ...r, flags } : r;
+}
+
+/**
+ * Host CPU (CPU seconds per second) used outside the measured processes above which a window counts as
+ * measured on a busy host: other sessions on a shared machine take CPU the rig does not see.
+ */
+export const HOST_BUSY_CPU_PER_S = 0.25;
+
+/**
+ * Adds `host-busy(<target>,...)` to a row for every target whose window(s) ran while the rest of the host
+ * used more than HOST_BUSY_CPU_PER_S CPU s/s (`othersPerS`: CPU s/s outside the measured processes).
+ */
+export function flagHostBusy(r: Row, othersPerS: Partial<Record<TargetName, number | null | undefined>>): Row {
+  const busy = TARGETS.filter((t) => {
+    const v = othersPerS[t];
+    const value = r[t];
+    return typeof v === 'number' && v > HOST_BUSY_CPU_PER_S && value !== null && value !== undefined;
+  });
+  if (busy.length === 0) return r;
+  return { ...r, flags: [...(r.flags ?? []), `host-busy(${busy.join(',')})`] };
+}
+
+/** Load-generator send lag p99 (ms) above which its own lateness is part of the measured latency. */
+export const LOADGEN_LATE_MS = 5;
+
+/**
+ * Adds `loadgen-late(<target>,...)` for every target whose window(s) the load generator sent with a lag
+ * p99 above LOADGEN_LATE_MS (`sendLagP99`, ms): latencies count from the scheduled time, so that lag is in
+ * the row's latency; the rig, not the server.
+ */
+export function flagLoadgenLate(r: Row, sendLagP99: Partial<Record<TargetName, number | null | undefined>>): Row {
+  const late = TARGETS.filter((t) => {
+    const v = sendLagP99[t];
+    const value = r[t];
+    return typeof v === 'number' && v > LOADGEN_LATE_MS && value !== null && value !== undefined;
+  });
+  if (late.length === 0) return r;
+  return { ...r, flags: [...(r.flags ?? []), `loadgen-late(${late.join(',')})`] };
+}
+
+/** `v.toFixed(digits)`, or '—' for NaN / null / undefined (for log lines). */
+export function fx(v: number | null | undefined, digits = 2): string {
+  return typeof v === 'number' && Number.isFinite(v) ? v.toFixed(digits) : '—';
+}
+
+/** Waits for a quiet host when the run asks for it (ctx.quiet); logs a wait longer than a second. */
+export async function quietGate(ctx: Ctx, what: string): Promise<{ waitedMs: number; quiet: boolean }> {
+  if (!ctx.quiet) return { waitedMs: 0, quiet: true };
+  const q = await waitForQuietHost(ctx.quiet);
+  if (!q.quiet) ctx.log(`  host still busy (${q.busyCpuPerS.toFixed(2)} CPU s/s) after ${(q.waitedMs / 1000).toFixed(0)} s; measuring ${what} anyway`);
+  else if (q.waitedMs > 1500) ctx.log(`  waited ${(q.waitedMs / 1000).toFixed(1)} s for a quiet host before ${what}`);
+  return q;
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -87,23 +179,45 @@ export function parleyOptions(ctx: Ctx, upstreamUrl: string | undefined, env: Re
   return { ...(upstreamUrl ? { upstreamUrl } : {}), nodeArgs: ctx.parleyNodeArgs, env: { ...env, ...ctx.parleyEnv } };
 }
 
-/** The processes of a side-by-side run: the mock upstream, Parley and the baseline on it, the load generator. */
+/** The processes of a side-by-side run: the mock upstream, the servers on it, the load generator. */
 export interface Rig {
   mock: MockProc;
   parley: ParleyProc;
   baseline: BaselineProc;
+  floor: FloorProc;
+  /** Only when asked for (first-token, streams, short-turns). */
+  portkey: PortkeyProc | undefined;
   loadgen: LoadGen;
-  /** Stops all four (load generator first). */
+  /** Stops them all (load generator first). */
   stop(): Promise<void>;
 }
 
-/** Starts the mock with `mockOptions`, then Parley, the baseline and the load generator in parallel. */
-export async function startRig(ctx: Ctx, mockOptions: MockOptions): Promise<Rig> {
+/**
+ * Starts the mock with `mockOptions`, then Parley, the baseline, the floor, Portkey (when `withPortkey`)
+ * and the load generator in parallel, each its own process. If one fails to start, the others are stopped.
+ */
+export async function startRig(ctx: Ctx, mockOptions: MockOptions, withPortkey = false): Promise<Rig> {
   const mock = await startMock(ctx.root, mockOptions);
-  const [parley, baseline, loadgen] = await Promise.all([
+  const started = await Promise.allSettled([
     startParleyServer(ctx.root, parleyOptions(ctx, mock.url)),
     startBaselineServer(ctx.root, mock.url),
+    startFloorServer(ctx.root, mock.url),
+    withPortkey ? startPortkey(ctx.root) : Promise.resolve(undefined),
     startLoadGen(ctx.root),
-  ]);
-  return { mock, parley, baseline, loadgen, stop: () => stopAll([loadgen, parley, baseline, mock]) };
+  ] as const);
+  const [parley, baseline, floor, portkey, loadgen] = started.map((r) => (r.status === 'fulfilled' ? r.value : undefined)) as [
+    ParleyProc | undefined, BaselineProc | undefined, FloorProc | undefined, PortkeyProc | undefined, LoadGen | undefined,
+  ];
+  const failure = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure || !parley || !baseline || !floor || !loadgen) {
+    await stopAll([loadgen, parley, baseline, floor, portkey, mock]);
+    throw failure ? failure.reason : new Error('rig did not start');
+  }
+  return { mock, parley, baseline, floor, portkey, loadgen, stop: () => stopAll([loadgen, parley, baseline, floor, portkey, mock]) };
+}
+
+/** A target's server process id in a rig (direct: the mock). */
+export function serverPid(rig: Rig, t: TargetName): number | undefined {
+  if (t === 'direct') return rig.mock.pid;
+  return rig[t]?.pid;
 }

@@ -26,7 +26,7 @@ export async function startLoadGen(root: string): Promise<LoadGen> {
     if (!w) return;
     waiting.delete(m.id);
     clearTimeout(w.timer);
-    if (m.ok) w.resolve(m.result);
+    if (m.ok) w.resolve(reviveNaN(m.result));
     else w.reject(new Error(`loadgen job failed: ${m.error}`));
   });
   child.on('exit', (code) => {
@@ -52,4 +52,20 @@ export async function startLoadGen(root: string): Promise<LoadGen> {
     },
     stop: () => proc.stop(3000),
   };
+}
+
+/**
+ * IPC serializes NaN (e.g. the percentiles of an empty sample set) as null, and `null - x` is a number in
+ * JavaScript. Load-generator results hold no legitimate null, so every null becomes NaN again (NaN then
+ * propagates through arithmetic and prints as '—').
+ */
+function reviveNaN(v: unknown): unknown {
+  if (v === null) return Number.NaN;
+  if (Array.isArray(v)) return v.map(reviveNaN);
+  if (typeof v === 'object' && v !== undefined) {
+    const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o)) o[k] = reviveNaN(o[k]);
+    return o;
+  }
+  return v;
 }

@@ -3,8 +3,8 @@
  * over IPC, one job at a time. It only talks to servers through raw sockets (raw-client.ts) and sends
  * back summaries (percentiles computed here), never raw samples. Every loop is bounded in count and time.
  */
-import { buildTarget, Conn, ConnPool, type Exchange, type ExchangeResult, type Target, type TargetSpec } from './raw-client.js';
-import { cpuSeconds, tcpCounters, tcpDelta } from './proc.js';
+import { buildTarget, Conn, ConnPool, isTypedRefusal, type Exchange, type ExchangeResult, type Target, type TargetSpec } from './raw-client.js';
+import { cpuSeconds, hostBusySeconds, tcpCounters, tcpDelta, waitForQuietHost, type QuietGate } from './proc.js';
 import { Samples, summarize, type Summary } from './stats.js';
 
 export type Job =
@@ -15,12 +15,24 @@ export type Job =
       expectFirstMs: number; stallTimeoutMs: number; pauseMs: number; cpuPids: Record<string, Record<string, number>>;
       /** Keep-alive connections opened (and idle) before each window, so no connect storm is measured. */
       prewarm: number;
+      /**
+       * Successful streams count towards `okInWindow` when they end by window end + this many ms
+       * (overload's goodput: completions over the window, shifted by one nominal stream duration).
+       */
+      goodputGraceMs?: number;
+      /** Before each window, wait (bounded) for a quiet host. */
+      quiet?: QuietGate;
     }
   | {
       type: 'streams'; target: TargetSpec; slots: number; durationMs: number; rampMs: number; intervalMs: number;
       expectFirstMs: number; stallMs: number; drainMs: number; stallTimeoutMs: number;
+      /**
+       * Scrape `GET <path>` on the target's port at start + fromMs (resets the server's event-loop
+       * histogram) and at start + toMs (kept, returned as `metricsText`), while the streams run.
+       */
+      metrics?: { path: string; fromMs: number; toMs: number };
     }
-  | { type: 'connections-open'; target: TargetSpec; count: number; rate: number; timeoutMs: number }
+  | { type: 'connections-open'; target: TargetSpec; count: number; rate: number; timeoutMs: number; idleOn?: 'marker' | 'token' }
   | { type: 'connections-check' }
   | { type: 'connections-close' }
   | { type: 'one-shot'; target: TargetSpec; connections: number; durationMs: number; timeoutMs: number };
@@ -36,19 +48,38 @@ export interface Errors {
 }
 
 export interface SequentialResult { perTarget: Record<string, { ttft: Summary; conversation: Summary; ok: number; errors: Errors }>; cpuS: number; wallS: number }
+/** One target's open-loop outcome. Times in ms, CPU in seconds. */
+export interface OpenLoopTarget {
+  /** TTFT of the successful streams, from each request's scheduled time. */
+  ttft: Summary; conversation: Summary; requests: number; ok: number;
+  /** Failures other than typed refusals (see isTypedRefusal). */
+  errors: Errors;
+  /** Typed refusals (HTTP 503 overloaded with Retry-After) and their latency from the scheduled time. */
+  refused: number; refusalLatency: Summary;
+  /** How late the load generator wrote each request after its scheduled time (its own lag). */
+  sendLag: Summary;
+  /** Successful streams that ended by window end + goodputGraceMs. */
+  okInWindow: number;
+  /** Sum of the windows' nominal durations (s) and wall time including the drain (s). */
+  windowS: number; wallS: number;
+  /** Time spent waiting for a quiet host before the windows (ms), and windows started on a busy host anyway. */
+  quietWaitMs: number; busyStarts: number;
+  cpuS: Record<string, number>;
+  inFlight: { mean: number; max: number }; unfinished: number; prewarmed: number;
+  tcp: { listenOverflows: number; synRetrans: number; retransSegs: number };
+}
 export interface OpenLoopResult {
   rate: number;
-  perTarget: Record<string, {
-    ttft: Summary; conversation: Summary; requests: number; ok: number; errors: Errors; wallS: number; cpuS: Record<string, number>;
-    inFlight: { mean: number; max: number }; unfinished: number; prewarmed: number;
-    tcp: { listenOverflows: number; synRetrans: number; retransSegs: number };
-  }>;
+  perTarget: Record<string, OpenLoopTarget>;
 }
 export interface StreamsResult {
   started: number; ok: number; errors: Errors; stalled: number; tokens: number; frames: number; preconnected: number;
   addedGap: Summary; maxGap: Summary; ttft: Summary; wallS: number; cpuS: number; inFlight: { mean: number; max: number };
+  /** The `/metrics` text scraped at start + toMs (when asked), the ms between the two scrapes, or why it failed. */
+  metricsText?: string; metricsWindowMs?: number; metricsError?: string;
 }
-export interface ConnectionsOpenResult { requested: number; idle: number; errors: Errors; wallS: number; cpuS: number }
+/** `refused`: typed refusals met while opening (each retried after 1-2 s while the job's time lasts). */
+export interface ConnectionsOpenResult { requested: number; idle: number; refused: number; errors: Errors; wallS: number; cpuS: number }
 export interface OneShotResult { requests: number; ok: number; errors: Errors; latency: Summary; rps: number; wallS: number; cpuS: number }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -62,9 +93,9 @@ function countError(e: Errors, r: ExchangeResult): void {
   e.total++;
   if (r.clientLimit) e.client++;
   else e.server++;
-  const code = r.error ?? 'unknown';
+  const code = isTypedRefusal(r) ? 'refused_503_overloaded' : r.error ?? 'unknown';
   e.byCode[code] = (e.byCode[code] ?? 0) + 1;
-  if (!e.sample && r.errorBody) e.sample = `${code}: ${r.errorBody}`;
+  if (!e.sample && r.errorBody) e.sample = `${code}: ${r.errorBody.slice(0, 200)}`;
 }
 
 function cpuNow(): number {
@@ -183,9 +214,12 @@ async function sequential(job: Extract<Job, { type: 'sequential' }>): Promise<Se
  * One open-loop window against one target: request i is due at start + i/rate and its latency counts
  * from that due time (no coordinated omission), whatever the server does.
  */
+interface OpenLoopSinks { ttft: Samples; conv: Samples; errors: Errors; refusalLat: Samples; sendLag: Samples }
+
 async function openLoopWindow(
-  target: Target, job: Extract<Job, { type: 'open-loop' }>, ttft: Samples, conv: Samples, errors: Errors,
-): Promise<{ requests: number; ok: number; wallS: number; inFlight: { mean: number; max: number }; unfinished: number; prewarmed: number }> {
+  target: Target, job: Extract<Job, { type: 'open-loop' }>, sinks: OpenLoopSinks,
+): Promise<{ requests: number; ok: number; refused: number; okInWindow: number; wallS: number; inFlight: { mean: number; max: number }; unfinished: number; prewarmed: number }> {
+  const { ttft, conv, errors } = sinks;
   const pool = new ConnPool(target);
   const prewarmed = await pool.prewarm(job.prewarm);
   const sweeper = new Sweeper(job.stallTimeoutMs);
@@ -193,9 +227,12 @@ async function openLoopWindow(
   const gap = 1000 / job.rate;
   let sent = 0;
   let ok = 0;
+  let refused = 0;
+  let okInWindow = 0;
   let inflight = 0;
   const gauge = new Gauge(() => inflight);
   const start = now();
+  const windowEnd = start + job.durationMs + (job.goodputGraceMs ?? 0);
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       const t = now();
@@ -204,6 +241,7 @@ async function openLoopWindow(
         sent++;
         inflight++;
         const c = pool.acquire();
+        sinks.sendLag.push(now() - due);
         const ex = c.send({ sse: true, t0: due, expectFirstMs: job.expectFirstMs });
         sweeper.track(ex, c);
         void ex.done.then((r) => {
@@ -211,8 +249,12 @@ async function openLoopWindow(
           pool.release(c, ex);
           if (r.ok) {
             ok++;
+            if (due + r.durationMs <= windowEnd) okInWindow++;
             ttft.push(r.ttftMs);
             if (target.flavor === 'events') conv.push(r.idleMs);
+          } else if (isTypedRefusal(r)) {
+            refused++;
+            sinks.refusalLat.push(r.durationMs);
           } else countError(errors, r);
         });
       }
@@ -230,7 +272,7 @@ async function openLoopWindow(
   sweeper.stop();
   const inFlight = gauge.stop();
   pool.closeAll();
-  return { requests: sent, ok, wallS: (now() - start) / 1000, inFlight, unfinished, prewarmed };
+  return { requests: sent, ok, refused, okInWindow, wallS: (now() - start) / 1000, inFlight, unfinished, prewarmed };
 }
 
 /**
@@ -241,15 +283,13 @@ async function openLoopWindow(
 async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenLoopResult> {
   const targets = job.targets.map(buildTarget);
   const perTarget: OpenLoopResult['perTarget'] = {};
-  const samples = new Map<string, Samples>();
-  const convs = new Map<string, Samples>();
-  const errs = new Map<string, Errors>();
+  const sinks = new Map<string, OpenLoopSinks>();
   for (const t of targets) {
-    samples.set(t.name, new Samples(4096));
-    convs.set(t.name, new Samples(4096));
-    errs.set(t.name, newErrors());
+    const errors = newErrors();
+    sinks.set(t.name, { ttft: new Samples(4096), conv: new Samples(4096), errors, refusalLat: new Samples(1024), sendLag: new Samples(4096) });
     perTarget[t.name] = {
-      ttft: summarize([]), conversation: summarize([]), requests: 0, ok: 0, errors: errs.get(t.name)!, wallS: 0, cpuS: {}, inFlight: { mean: 0, max: 0 }, unfinished: 0,
+      ttft: summarize([]), conversation: summarize([]), requests: 0, ok: 0, errors, refused: 0, refusalLatency: summarize([]), sendLag: summarize([]),
+      okInWindow: 0, windowS: 0, wallS: 0, quietWaitMs: 0, busyStarts: 0, cpuS: {}, inFlight: { mean: 0, max: 0 }, unfinished: 0,
       prewarmed: 0, tcp: { listenOverflows: 0, synRetrans: 0, retransSegs: 0 },
     };
   }
@@ -257,13 +297,31 @@ async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenL
     for (let k = 0; k < targets.length; k++) {
       const t = targets[(round + k) % targets.length]!;
       const pids = { ...(job.cpuPids[t.name] ?? {}), loadgen: process.pid };
+      if (job.quiet) {
+        const q = await waitForQuietHost(job.quiet);
+        perTarget[t.name]!.quietWaitMs += q.waitedMs;
+        if (!q.quiet) perTarget[t.name]!.busyStarts++;
+      }
       const cpu0 = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, cpuSeconds(pid)]));
+      const host0 = hostBusySeconds();
       const tcp0 = tcpCounters();
-      const w = await openLoopWindow(t, job, samples.get(t.name)!, convs.get(t.name)!, errs.get(t.name)!);
+      const w = await openLoopWindow(t, job, sinks.get(t.name)!);
       const r = perTarget[t.name]!;
-      for (const [n, pid] of Object.entries(pids)) r.cpuS[n] = (r.cpuS[n] ?? 0) + cpuSeconds(pid) - cpu0[n]!;
+      let ours = 0;
+      const counted = new Set<number>();
+      for (const [n, pid] of Object.entries(pids)) {
+        const d = cpuSeconds(pid) - cpu0[n]!;
+        r.cpuS[n] = (r.cpuS[n] ?? 0) + d;
+        if (!counted.has(pid) && Number.isFinite(d)) ours += d;
+        counted.add(pid);
+      }
+      // Everything else the host ran meanwhile (other sessions on a shared machine, idle rig processes).
+      r.cpuS.others = (r.cpuS.others ?? 0) + Math.max(0, hostBusySeconds() - host0 - ours);
       r.requests += w.requests;
       r.ok += w.ok;
+      r.refused += w.refused;
+      r.okInWindow += w.okInWindow;
+      r.windowS += job.durationMs / 1000;
       r.wallS += w.wallS;
       r.unfinished += w.unfinished;
       r.prewarmed += w.prewarmed;
@@ -274,8 +332,12 @@ async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenL
     }
   }
   for (const t of targets) {
-    perTarget[t.name]!.ttft = samples.get(t.name)!.summary();
-    perTarget[t.name]!.conversation = convs.get(t.name)!.summary();
+    const k = sinks.get(t.name)!;
+    const r = perTarget[t.name]!;
+    r.ttft = k.ttft.summary();
+    r.conversation = k.conv.summary();
+    r.refusalLatency = k.refusalLat.summary();
+    r.sendLag = k.sendLag.summary();
   }
   return { perTarget, rate: job.rate };
 }
@@ -307,6 +369,7 @@ async function streams(job: Extract<Job, { type: 'streams' }>): Promise<StreamsR
   const start = now();
   const endAt = start + job.durationMs;
   const hardEnd = endAt + job.drainMs;
+  const scrape = job.metrics ? scrapeWindow(job.target.port, job.metrics) : undefined;
   const slot = async (i: number) => {
     await sleep((job.rampMs * i) / job.slots);
     let c: Conn | undefined = pool.acquire();
@@ -333,7 +396,8 @@ async function streams(job: Extract<Job, { type: 'streams' }>): Promise<StreamsR
       } else {
         countError(errors, r);
         if (r.maxGapMs > job.stallMs) stalled++;
-        await sleep(10);
+        // A typed refusal asks the client to come back later: wait 1 s (a polite client), not 10 ms.
+        await sleep(isTypedRefusal(r) ? 1000 : 10);
       }
       if (ex.connClose) c.destroy();
     }
@@ -342,16 +406,40 @@ async function streams(job: Extract<Job, { type: 'streams' }>): Promise<StreamsR
   await Promise.all(Array.from({ length: job.slots }, (_, i) => slot(i)));
   sweeper.stop();
   const wallS = (now() - start) / 1000;
+  const metrics = scrape ? await scrape : undefined;
   return {
     started, ok, errors, stalled, tokens, frames, preconnected,
     addedGap: gaps.summary(), maxGap: maxGaps.summary(), ttft: ttft.summary(),
     wallS, cpuS: cpuNow() - cpu0, inFlight: gauge.stop(),
+    ...(metrics ?? {}),
   };
+}
+
+/**
+ * GET `path` on 127.0.0.1:`port` at fromMs (the answer is dropped: it resets the server's histogram)
+ * and at toMs from now; resolves with the second answer's text and the time between the two.
+ */
+async function scrapeWindow(port: number, m: { path: string; fromMs: number; toMs: number }): Promise<{ metricsText?: string; metricsWindowMs?: number; metricsError?: string }> {
+  const url = `http://127.0.0.1:${port}${m.path}`;
+  const t0 = now();
+  try {
+    await sleep(m.fromMs);
+    const first = await fetch(url);
+    await first.text();
+    const a = now();
+    await sleep(Math.max(0, m.toMs - (a - t0)));
+    const second = await fetch(url);
+    const text = await second.text();
+    if (!second.ok) return { metricsError: `GET ${m.path}: HTTP ${second.status}` };
+    return { metricsText: text, metricsWindowMs: now() - a };
+  } catch (err) {
+    return { metricsError: `GET ${m.path}: ${err instanceof Error ? err.message : String(err)}` };
+  }
 }
 
 function emptyResult(): ExchangeResult {
   return {
-    ok: false, status: 0, error: undefined, errorBody: '', clientLimit: false, ttftMs: Number.NaN, idleMs: Number.NaN,
+    ok: false, status: 0, error: undefined, errorBody: '', retryAfter: false, clientLimit: false, ttftMs: Number.NaN, idleMs: Number.NaN,
     durationMs: 0, tokens: 0, frames: 0, maxGapMs: 0, bodyBytes: 0,
   };
 }
@@ -365,23 +453,37 @@ async function connectionsOpen(job: Extract<Job, { type: 'connections-open' }>):
   const errors = newErrors();
   let idle = 0;
   let sent = 0;
+  let refused = 0;
   const start = now();
   const gap = 1000 / job.rate;
   const waits: Promise<void>[] = [];
+  // A typed refusal (503 overloaded + Retry-After) is retried after 1-2 s (jittered, so refused clients do
+  // not come back in one herd), as a visitor's client would, while the job's time lasts; any other failure
+  // counts at once.
+  const open = (res: () => void): void => {
+    const c = new Conn(target);
+    const ex = c.send({ sse: true, idleOn: job.idleOn ?? 'marker', onIdle: () => { idle++; res(); } });
+    held.push({ conn: c, ex });
+    void ex.done.then((r) => {
+      if (!r.ok && isTypedRefusal(r)) {
+        refused++;
+        c.destroy();
+        const wait = 1000 + Math.random() * 1000;
+        if (now() + wait - start < job.timeoutMs) {
+          void sleep(wait).then(() => open(res));
+          return;
+        }
+      }
+      if (!r.ok || ex.idleAt === 0) countError(errors, r.ok ? { ...r, error: 'ended_before_idle' } : r);
+      res();
+    });
+  };
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       const t = now();
       while (sent < job.count && start + sent * gap <= t) {
         sent++;
-        const c = new Conn(target);
-        waits.push(new Promise<void>((res) => {
-          const ex = c.send({ sse: true, onIdle: () => { idle++; res(); } });
-          held.push({ conn: c, ex });
-          void ex.done.then((r) => {
-            if (!r.ok || ex.idleAt === 0) countError(errors, r.ok ? { ...r, error: 'ended_before_idle' } : r);
-            res();
-          });
-        }));
+        waits.push(new Promise<void>((res) => open(res)));
       }
       if (sent >= job.count || t - start > job.timeoutMs) {
         clearInterval(timer);
@@ -389,14 +491,24 @@ async function connectionsOpen(job: Extract<Job, { type: 'connections-open' }>):
       }
     }, 1);
   });
-  await Promise.race([Promise.all(waits), sleep(Math.max(0, job.timeoutMs - (now() - start)))]);
+  // Stop waiting for stragglers once no stream has gone live for 10 s (they then count as timeouts), so the
+  // opening phase does not run on into a long idle wait.
+  let settled = false;
+  void Promise.all(waits).then(() => { settled = true; });
+  let lastIdle = idle;
+  let lastProgress = now();
+  for (let i = 0; i < 1_000_000 && !settled && now() - start < job.timeoutMs; i++) {
+    await sleep(250);
+    if (idle !== lastIdle) { lastIdle = idle; lastProgress = now(); }
+    if (sent >= job.count && now() - lastProgress > 10_000) break;
+  }
   for (const h of held) {
     if (h.ex.idleAt === 0 && !h.ex.finished) {
       h.ex.fail('timeout', now());
       countError(errors, { ...emptyResult(), error: 'timeout' });
     }
   }
-  return { requested: sent, idle, errors, wallS: (now() - start) / 1000, cpuS: cpuNow() - cpu0 };
+  return { requested: sent, idle, refused, errors, wallS: (now() - start) / 1000, cpuS: cpuNow() - cpu0 };
 }
 
 function connectionsCheck(): { open: number; closedByServer: number } {

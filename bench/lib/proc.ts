@@ -39,6 +39,49 @@ export function cpuTimes(pid: number): { user: number; sys: number } {
   }
 }
 
+/**
+ * Busy CPU seconds of the whole host since boot, summed over all CPUs (/proc/stat `cpu` line: user + nice +
+ * system + irq + softirq + steal, i.e. everything but idle and iowait); NaN when unreadable. The
+ * difference over a window minus the rig's own processes is what everything else on the machine used.
+ */
+export function hostBusySeconds(): number {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
+    return busy / clkTck();
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Options of {@link waitForQuietHost}. */
+export interface QuietGate {
+  /** The host counts as quiet when everything on it together is busy at most this many CPU s/s. */
+  maxBusyCpuPerS: number;
+  /** Give up waiting after this long (ms) and go on, busy or not. */
+  maxWaitMs: number;
+}
+
+/**
+ * Waits until the whole host (every process, ours included: a server still busy with the previous
+ * window counts too) has been busy at most `maxBusyCpuPerS` CPU s/s over a 500 ms sample, or `maxWaitMs`
+ * passed. Resolves with the ms waited, the last sample (CPU s/s) and whether the host was quiet.
+ */
+export async function waitForQuietHost(gate: QuietGate): Promise<{ waitedMs: number; busyCpuPerS: number; quiet: boolean }> {
+  const t0 = performance.now();
+  let busy = Number.NaN;
+  for (let i = 0; i < 10_000; i++) {
+    const a = hostBusySeconds();
+    const s0 = performance.now();
+    await new Promise<void>((r) => setTimeout(r, 500));
+    busy = (hostBusySeconds() - a) / ((performance.now() - s0) / 1000);
+    if (!(busy > gate.maxBusyCpuPerS)) return { waitedMs: performance.now() - t0, busyCpuPerS: busy, quiet: true };
+    if (performance.now() - t0 >= gate.maxWaitMs) break;
+  }
+  return { waitedMs: performance.now() - t0, busyCpuPerS: busy, quiet: false };
+}
+
 /** Resident set size in bytes (VmRSS of /proc/<pid>/status); NaN when the process is gone. */
 export function rssBytes(pid: number): number {
   try {
@@ -85,30 +128,43 @@ export function tcpDelta(a: ReturnType<typeof tcpCounters>, b: ReturnType<typeof
   return { listenOverflows: b.listenOverflows - a.listenOverflows, synRetrans: b.synRetrans - a.synRetrans, retransSegs: b.retransSegs - a.retransSegs };
 }
 
-/** CPU seconds of several processes between `start()` and `stop()`. */
+/**
+ * CPU seconds of several processes between `start()` and `stop()`, plus the host's busy CPU seconds over
+ * the same window (`cpuS.host`) and what is left of it after the measured processes (`cpuS.others`:
+ * other sessions on a shared machine, idle rig processes, the kernel's own threads).
+ */
 export class CpuMeter {
   private readonly startCpu = new Map<string, { user: number; sys: number }>();
   private startedAt = 0;
+  private hostAt = 0;
 
   constructor(private readonly pids: Record<string, number>) {}
 
   start(): this {
     this.startedAt = performance.now();
+    this.hostAt = hostBusySeconds();
     for (const [name, pid] of Object.entries(this.pids)) this.startCpu.set(name, cpuTimes(pid));
     return this;
   }
 
-  /** CPU seconds (user + sys, and sys alone) used per process since start, and the wall seconds. */
+  /** CPU seconds (user + sys, and sys alone) used per process since start, `host` and `others`, and the wall seconds. */
   stop(): { wallS: number; cpuS: Record<string, number>; sysS: Record<string, number> } {
     const wallS = (performance.now() - this.startedAt) / 1000;
     const cpuS: Record<string, number> = {};
     const sysS: Record<string, number> = {};
+    let ours = 0;
+    const counted = new Set<number>();
     for (const [name, pid] of Object.entries(this.pids)) {
       const a = this.startCpu.get(name) ?? { user: Number.NaN, sys: Number.NaN };
       const b = cpuTimes(pid);
       cpuS[name] = b.user + b.sys - a.user - a.sys;
       sysS[name] = b.sys - a.sys;
+      // The same process may be measured under two names (direct: the mock is the server).
+      if (!counted.has(pid) && Number.isFinite(cpuS[name])) ours += cpuS[name]!;
+      counted.add(pid);
     }
+    cpuS.host = hostBusySeconds() - this.hostAt;
+    cpuS.others = Math.max(0, cpuS.host - ours);
     return { wallS, cpuS, sysS };
   }
 }

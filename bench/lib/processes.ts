@@ -1,5 +1,5 @@
 /**
- * Spawning the benchmark's processes (mock upstream, Parley, baseline, load generator) with a raised
+ * Spawning the benchmark's processes (mock upstream, Parley, baseline, floor, Portkey, load generator) with a raised
  * open-files limit, readiness waits, and a guaranteed kill when the runner exits.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -265,4 +265,46 @@ export async function startBaselineServer(root: string, upstreamUrl: string): Pr
   });
   const ready = await readyLine<{ url: string; port: number }>(p);
   return Object.assign(p, { url: ready.url, port: ready.port, apiKey: BASELINE_KEY });
+}
+
+// --------------------------------------------------------------------------------------------- floor
+
+export interface FloorProc extends Owned {
+  url: string;
+  port: number;
+}
+
+/**
+ * Starts bench/floor/server.ts (uWS + undici + eventsource-parser, no auth/store) on `upstreamUrl`;
+ * `connections` caps its upstream pool (default 4096, Parley's default PARLEY_OPENAI_CONNECTIONS).
+ */
+export async function startFloorServer(root: string, upstreamUrl: string, connections = 4096): Promise<FloorProc> {
+  const p = spawnNode('floor', join(root, 'dist/bench/floor/server.js'), {
+    args: ['--port', '0', '--upstream', upstreamUrl, '--connections', String(connections)],
+    cwd: root,
+  });
+  const ready = await readyLine<{ url: string; port: number }>(p);
+  return Object.assign(p, { url: ready.url, port: ready.port });
+}
+
+// ------------------------------------------------------------------------------------------- portkey
+
+export interface PortkeyProc extends Owned {
+  url: string;
+  port: number;
+}
+
+/**
+ * Starts Portkey's open-source gateway as shipped (`node node_modules/@portkey-ai/gateway/build/start-server.js
+ * --port=<free port> --headless`, bench/README.md and ../shared/PEERS.md) and waits until it answers HTTP.
+ * It routes to the mock per request (headers `x-portkey-provider: openai`, `x-portkey-custom-host`).
+ */
+export async function startPortkey(root: string): Promise<PortkeyProc> {
+  const script = join(root, 'node_modules/@portkey-ai/gateway/build/start-server.js');
+  if (!existsSync(script)) throw new Error(`Portkey gateway not installed (${script}); it is a devDependency`);
+  const port = await freePort();
+  const p = spawnNode('portkey', script, { args: [`--port=${port}`, '--headless'], cwd: root });
+  const url = `http://127.0.0.1:${port}`;
+  await pollUntil('portkey HTTP', async () => ((await fetch(`${url}/`)).status > 0 ? true : undefined), { proc: p, timeoutMs: 30_000, everyMs: 100 });
+  return Object.assign(p, { url, port });
 }

@@ -128,8 +128,10 @@ export interface ExchangeResult {
   status: number;
   /** Error code or description when !ok (`http_<status>`, `stream_error`, `no_done`, `timeout`, errno codes). */
   error: string | undefined;
-  /** The first bytes of the body of a failed response. */
+  /** The first bytes (up to 1 KiB) of the body of a failed response. */
   errorBody: string;
+  /** The response head had a `Retry-After` header. */
+  retryAfter: boolean;
   clientLimit: boolean;
   ttftMs: number;
   /** When the idle marker came (`conversation` event, or the response head for OpenAI streams). */
@@ -153,8 +155,25 @@ export interface ExchangeOptions {
   /** Where to push inter-token gaps (ms) minus `intervalMs`, from the gap token2->token3 on. */
   gaps?: Samples;
   intervalMs?: number;
-  /** Called once when the stream is established and idle (conversation event / OpenAI head). */
+  /** Called once when the stream is established and idle (conversation event / OpenAI head, or see `idleOn`). */
   onIdle?: () => void;
+  /** What makes the stream idle: its marker (default; `conversation` event or OpenAI head) or its first token. */
+  idleOn?: 'marker' | 'token';
+}
+
+/**
+ * True when a failed response is a typed refusal: HTTP 503 with a `Retry-After` header and a JSON body
+ * `{"error":{"type":"api_error","code":"overloaded",...}}` (Parley's admission control). Anything else
+ * that failed is an untyped failure.
+ */
+export function isTypedRefusal(r: Pick<ExchangeResult, 'status' | 'retryAfter' | 'errorBody'>): boolean {
+  if (r.status !== 503 || !r.retryAfter) return false;
+  try {
+    const body = JSON.parse(r.errorBody) as { error?: { type?: unknown; code?: unknown } } | null;
+    return body?.error?.type === 'api_error' && body.error.code === 'overloaded';
+  } catch {
+    return false;
+  }
 }
 
 export class Exchange {
@@ -168,6 +187,7 @@ export class Exchange {
   private bodyRead = 0;
   private errText = '';
   connClose = false;
+  retryAfter = false;
   tokens = 0;
   frames = 0;
   firstTokenAt = 0;
@@ -210,13 +230,14 @@ export class Exchange {
       const cl = /\r\ncontent-length:\s*(\d+)/.exec(lower);
       this.contentLength = cl ? Number(cl[1]) : -1;
       this.connClose = /\r\nconnection:\s*close/.test(lower);
+      this.retryAfter = /\r\nretry-after:/.test(lower);
       if (this.chunked) {
         const m = MARKERS[this.flavor];
         this.sseScan = this.status === 200 && this.opts.sse;
         // Patterns that cannot occur stand in for absent ones (keeps the indexes fixed).
         this.scanner = new Scanner(this.sseScan ? [m.token, 'data: ', m.done, m.error ?? NEVER, m.idle ?? NEVER, CHUNKED_END] : [CHUNKED_END]).seed('\r\n');
       }
-      if (this.status === 200 && this.opts.sse && MARKERS[this.flavor].idle === null) this.markIdle(now);
+      if (this.status === 200 && this.opts.sse && MARKERS[this.flavor].idle === null && this.opts.idleOn !== 'token') this.markIdle(now);
       buf = all.subarray(i + 4);
       if (buf.length === 0) {
         if (this.contentLength === 0) return this.complete(now);
@@ -224,7 +245,7 @@ export class Exchange {
       }
     }
     this.bodyRead += buf.length;
-    if (this.status !== 200 && this.errText.length < 300) this.errText += buf.toString('utf8', 0, Math.min(buf.length, 300));
+    if (this.status !== 200 && this.errText.length < 1024) this.errText += buf.toString('utf8', 0, Math.min(buf.length, 1024));
     if (this.chunked) {
       const h = this.hits;
       this.scanner!.scan(buf, h);
@@ -233,7 +254,7 @@ export class Exchange {
         this.frames += h[1]!;
         if (h[2]! > 0) this.sawDone = true;
         if (h[3]! > 0) this.sawError = true;
-        if (h[4]! > 0) this.markIdle(now);
+        if (h[4]! > 0 && this.opts.idleOn !== 'token') this.markIdle(now);
         if (h[5]! > 0) return this.complete(now);
       } else if (h[0]! > 0) {
         return this.complete(now);
@@ -255,6 +276,7 @@ export class Exchange {
     const interval = this.opts.intervalMs ?? 0;
     if (this.tokens === 0) {
       this.firstTokenAt = now;
+      if (this.opts.idleOn === 'token') this.markIdle(now);
       const g = now - this.t0 - (this.opts.expectFirstMs ?? 0);
       if (g > this.maxGap) this.maxGap = g;
     } else {
@@ -300,7 +322,8 @@ export class Exchange {
       ok: error === undefined,
       status: this.status,
       error,
-      errorBody: error === undefined ? '' : this.errText.slice(0, 200),
+      errorBody: error === undefined ? '' : this.errText.slice(0, 1024),
+      retryAfter: this.retryAfter,
       clientLimit,
       ttftMs: this.firstTokenAt > 0 ? this.firstTokenAt - this.t0 : Number.NaN,
       idleMs: this.idleAt > 0 ? this.idleAt - this.t0 : Number.NaN,

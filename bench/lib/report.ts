@@ -7,7 +7,7 @@ import { barChart, type Panel } from './svg.js';
 /** Which direction is better for a row's values. */
 export type Better = 'lower' | 'higher' | 'none';
 
-/** One table row: a metric for each target (null when it does not apply). */
+/** One table row: a metric for each target (null or absent when it does not apply). */
 export interface Row {
   bench: string;
   metric: string;
@@ -15,6 +15,10 @@ export interface Row {
   better: Better;
   parley: number | null;
   baseline: number | null;
+  /** The floor: bench/floor/server.ts, a bare relay on Parley's own libraries. */
+  floor?: number | null | undefined;
+  /** Portkey's open-source gateway (a peer a user could run instead). */
+  portkey?: number | null | undefined;
   direct: number | null;
   /** A target from the issue, and whether Parley's value meets it (null: not applicable in this mode). */
   target?: { text: string; pass: boolean | null } | undefined;
@@ -33,19 +37,29 @@ export interface BenchOutcome {
   notes: string[];
 }
 
-/** P/B or P/D; null when either side is missing, zero, or the signs differ (ratio meaningless). */
-export function ratio(a: number | null, b: number | null): number | null {
-  if (a === null || b === null || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return null;
+/** P/B, P/F, P/K or P/D; null when either side is missing, zero, or the signs differ (ratio meaningless). */
+export function ratio(a: number | null | undefined, b: number | null | undefined): number | null {
+  if (a === null || a === undefined || b === null || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return null;
   if (a < 0 !== b < 0) return null;
   return a / b;
 }
 
+/** Parley against another column in this row: ahead, behind or tie (null: a value missing or no direction). */
+export function versus(r: Row, other: number | null | undefined): 'ahead' | 'behind' | 'tie' | null {
+  if (r.better === 'none' || r.parley === null || other === null || other === undefined) return null;
+  if (!Number.isFinite(r.parley) || !Number.isFinite(other)) return null;
+  if (r.parley === other) return 'tie';
+  return (r.better === 'lower' ? r.parley < other : r.parley > other) ? 'ahead' : 'behind';
+}
+
 /** Parley against the baseline in this row: ahead, behind or tie (null: no baseline value or no direction). */
 export function versusBaseline(r: Row): 'ahead' | 'behind' | 'tie' | null {
-  if (r.better === 'none' || r.parley === null || r.baseline === null) return null;
-  if (!Number.isFinite(r.parley) || !Number.isFinite(r.baseline)) return null;
-  if (r.parley === r.baseline) return 'tie';
-  return (r.better === 'lower' ? r.parley < r.baseline : r.parley > r.baseline) ? 'ahead' : 'behind';
+  return versus(r, r.baseline);
+}
+
+/** Parley against Portkey in this row (null: Portkey has no value here, or the row has no direction). */
+export function versusPortkey(r: Row): 'ahead' | 'behind' | 'tie' | null {
+  return versus(r, r.portkey);
 }
 
 /** Number formatting: 3-4 significant digits, thousands grouped, '—' for missing. */
@@ -65,21 +79,26 @@ function fmtRatio(v: number | null): string {
   return v === null ? '—' : `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)}x`;
 }
 
-/** The printed table: every row with Parley, baseline, direct, P/B, P/D, vs baseline, target. */
+const verdict = (v: 'ahead' | 'behind' | 'tie' | null): string => (v === null ? '' : v === 'behind' ? 'BEHIND' : v);
+
+/**
+ * The printed table: every row with Parley, baseline, floor, Portkey, direct, the ratios P/B (Parley /
+ * baseline), P/F (Parley / floor), P/K (Parley / Portkey), P/D (Parley / direct), the verdicts against the
+ * baseline and Portkey, and the target.
+ */
 export function formatTable(rows: Row[]): string {
-  const header = ['bench', 'metric', 'unit', 'Parley', 'baseline', 'direct', 'P/B', 'P/D', 'vs baseline', 'target', 'flags'];
+  const header = ['bench', 'metric', 'unit', 'Parley', 'baseline', 'floor', 'Portkey', 'direct', 'P/B', 'P/F', 'P/K', 'P/D', 'vs baseline', 'vs Portkey', 'target', 'flags'];
   const lines = rows.map((r) => {
-    const vs = versusBaseline(r);
     const target = r.target ? `${r.target.pass === null ? 'n/a' : r.target.pass ? 'PASS' : 'MISS'} ${r.target.text}` : '';
     return [
-      r.bench, r.metric, r.unit, fmt(r.parley), fmt(r.baseline), fmt(r.direct),
-      fmtRatio(ratio(r.parley, r.baseline)), fmtRatio(ratio(r.parley, r.direct)),
-      vs === null ? '' : vs === 'behind' ? 'BEHIND' : vs,
+      r.bench, r.metric, r.unit, fmt(r.parley), fmt(r.baseline), fmt(r.floor), fmt(r.portkey), fmt(r.direct),
+      fmtRatio(ratio(r.parley, r.baseline)), fmtRatio(ratio(r.parley, r.floor)), fmtRatio(ratio(r.parley, r.portkey)), fmtRatio(ratio(r.parley, r.direct)),
+      verdict(versusBaseline(r)), verdict(versusPortkey(r)),
       target, (r.flags ?? []).join(' '),
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const numeric = new Set([3, 4, 5, 6, 7]);
+  const numeric = new Set([3, 4, 5, 6, 7, 8, 9, 10, 11]);
   const line = (cells: string[]) => cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(line)].join('\n');
 }
@@ -93,9 +112,14 @@ export function writeOutcome(dir: string, outcome: BenchOutcome, meta: {
   const svg = join(dir, `${outcome.name}.svg`);
   const rows = outcome.rows.map((r) => ({
     ...r,
+    floor: r.floor ?? null,
+    portkey: r.portkey ?? null,
     ratio_parley_baseline: ratio(r.parley, r.baseline),
+    ratio_parley_floor: ratio(r.parley, r.floor),
+    ratio_parley_portkey: ratio(r.parley, r.portkey),
     ratio_parley_direct: ratio(r.parley, r.direct),
     versus_baseline: versusBaseline(r),
+    versus_portkey: versusPortkey(r),
   }));
   writeFileSync(json, `${JSON.stringify({
     name: outcome.name, mode: meta.mode, started_at: meta.startedAt, finished_at: meta.finishedAt, argv: meta.argv,

@@ -1,6 +1,6 @@
 /** A hand-written SVG grouped bar chart: one panel per measurement, one bar per target. No library. */
 
-export type Series = 'parley' | 'baseline' | 'direct';
+export type Series = 'parley' | 'baseline' | 'floor' | 'portkey' | 'direct';
 
 export interface Panel {
   title: string;
@@ -8,8 +8,8 @@ export interface Panel {
   groups: { label: string; values: Partial<Record<Series, number | null>> }[];
 }
 
-const COLORS: Record<Series, string> = { parley: '#2563eb', baseline: '#f97316', direct: '#6b7280' };
-const SERIES: Series[] = ['parley', 'baseline', 'direct'];
+const COLORS: Record<Series, string> = { parley: '#2563eb', baseline: '#f97316', floor: '#16a34a', portkey: '#a21caf', direct: '#6b7280' };
+const SERIES: Series[] = ['parley', 'baseline', 'floor', 'portkey', 'direct'];
 
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -38,7 +38,7 @@ export function barChart(title: string, panels: Panel[]): string {
   out.push(`<text x="${width / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">${esc(title)}</text>`);
   // Legend
   SERIES.forEach((s, i) => {
-    const x = width - right - 300 + i * 100;
+    const x = width - right - 500 + i * 100;
     out.push(`<rect x="${x}" y="${height - 22}" width="12" height="12" fill="${COLORS[s]}"/><text x="${x + 16}" y="${height - 12}">${s === 'direct' ? 'direct upstream' : s}</text>`);
   });
   panels.forEach((p, pi) => {

@@ -26,7 +26,7 @@ const EnvSchema = z.object({
   PARLEY_OPENAI_CONNECTIONS: int(4096, 1, 100_000),
   PARLEY_MODEL_TIMEOUT_MS: int(60_000, 1),
   PARLEY_INGEST_WORKERS: int(1, 1, 64),
-  PARLEY_IDLE_UNLOAD_MS: int(5 * 60_000, 1),
+  PARLEY_IDLE_UNLOAD_MS: int(10_000, 1),
   PARLEY_MAX_QUEUED_TURNS: int(4, 0, 100),
   PARLEY_MAX_TOOL_STEPS: int(4, 1, 16),
   PARLEY_RETRIEVAL_K: int(4, 0, 20),
@@ -36,6 +36,7 @@ const EnvSchema = z.object({
   PARLEY_TURN_REPLAY_MS: int(5 * 60_000, 0),
   PARLEY_BOOTSTRAP: bool(true),
   PARLEY_DOCS_DIR: z.string().optional(),
+  PARLEY_DASHBOARD_DIR: z.string().optional(),
   PARLEY_BUILTIN_WORD_DELAY_MS: int(0, 0, 10_000),
   PARLEY_MAX_TURNS_IN_SETUP: int(64, 1, 100_000),
   PARLEY_ADMISSION_QUEUE: int(256, 0, 1_000_000),
@@ -109,6 +110,8 @@ export interface Config {
   bootstrap: boolean;
   /** Folder ingested as the demo knowledge base; default: the project's docs/. */
   docsDir: string;
+  /** The built dashboard served at /dashboard (read once at start); default: the project's dist/web/dashboard/. */
+  dashboardDir: string;
   /** Pause between words of the builtin model, ms (0 = only yield to the event loop). */
   builtinWordDelayMs: number;
   /**
@@ -142,7 +145,7 @@ export interface Config {
 
 /**
  * Parses configuration from an environment map (default `process.env`). Throws an Error listing every
- * invalid variable. `projectRoot` resolves the default docs folder.
+ * invalid variable. `projectRoot` resolves the default docs and dashboard folders.
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env, projectRoot = process.cwd()): Readonly<Config> {
   const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
@@ -175,6 +178,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     turnReplayMs: e.PARLEY_TURN_REPLAY_MS,
     bootstrap: e.PARLEY_BOOTSTRAP,
     docsDir: resolve(projectRoot, e.PARLEY_DOCS_DIR ?? 'docs'),
+    dashboardDir: resolve(projectRoot, e.PARLEY_DASHBOARD_DIR ?? 'dist/web/dashboard'),
     builtinWordDelayMs: e.PARLEY_BUILTIN_WORD_DELAY_MS,
     admission: {
       maxInSetup: e.PARLEY_MAX_TURNS_IN_SETUP, maxWaiting: e.PARLEY_ADMISSION_QUEUE,

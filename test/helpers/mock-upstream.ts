@@ -12,6 +12,7 @@
  * - `mock-hang`: 200 + SSE headers, then nothing; `mock-slow-<ms>`: default with the first delta after <ms> ms;
  * - `mock-deltas-<n>`: paced `"tok "` deltas like the `deltas` option, but `n` of them (first after the
  *   default TTFT, then one per shared tick), so one mock can serve streams of several lengths;
+ * - `mock-deltas-<n>-ttft-<ms>`: the same with the first delta after <ms> ms instead of the default TTFT;
  * - `mock-big-<n>x<size>`: `n` content deltas of `size` characters each (`<i>:` then `x`s), written as fast
  *   as the socket takes them, for backpressure tests; `mock-big-<n>x<size>-every-<ms>`: the same, one delta every
  *   `<ms>` ms (a steady flow a reading client keeps up with);
@@ -453,8 +454,8 @@ function planFor(body: RecordedChatBody, cfg: { pacedDeltas: number | undefined;
     const deltas = Array.from({ length: Number(big[1]) }, (_, i) => ({ content: `${i}:`.padEnd(size, 'x') }));
     return { kind: 'fixed', deltas, finish: 'stop', ttftMs: cfg.defaultTtft, ...(big[3] === undefined ? {} : { everyMs: Number(big[3]) }) };
   }
-  const sized = /^mock-deltas-(\d+)$/.exec(model);
-  if (sized) return { kind: 'paced', total: Number(sized[1]), ttftMs: cfg.defaultTtft };
+  const sized = /^mock-deltas-(\d+)(?:-ttft-(\d+))?$/.exec(model);
+  if (sized) return { kind: 'paced', total: Number(sized[1]), ttftMs: sized[2] !== undefined ? Number(sized[2]) : cfg.defaultTtft };
   const slow = /^mock-slow-(\d+)$/.exec(model);
   const ttftMs = slow ? Number(slow[1]) : cfg.defaultTtft;
   if (cfg.pacedDeltas !== undefined) return { kind: 'paced', total: cfg.pacedDeltas, ttftMs };

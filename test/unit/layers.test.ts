@@ -62,4 +62,22 @@ describe('layer check (.dependency-cruiser.cjs, run by npm test)', () => {
     expect(out).toContain('actors-are-pure: actors/m.ts → src/runtime/engine.ts');
     expect(out).toMatch(/no-circular: src\/ids\/a\.ts →\s+src\/ids\/b\.ts/);
   });
+
+  it('keeps the dashboard (src/web) an island: no server code or Node.js module in it, and no server code importing it', async () => {
+    const dir = tree({
+      'src/ids/ids.ts': 'export const newId = () => "x";\n',
+      'src/web/dashboard/ok.ts': "import { local } from './local.js';\nexport const ok = local;\n",
+      'src/web/dashboard/local.ts': 'export const local = 1;\n',
+      'src/web/dashboard/server.ts': "import { newId } from '../../ids/ids.js';\nexport const id = newId();\n",
+      'src/web/dashboard/node.ts': "import { readFileSync } from 'node:fs';\nexport const r = readFileSync;\n",
+      'src/transport/page.ts': "import { ok } from '../web/dashboard/ok.js';\nexport const p = ok;\n",
+      'actors/none.ts': 'export const none = 0;\n',
+    });
+    const { code, out } = await check(dir);
+    expect(code).not.toBe(0);
+    expect(out).toContain('web-is-an-island: src/web/dashboard/server.ts → src/ids/ids.ts');
+    expect(out).toContain('web-uses-preact-only: src/web/dashboard/node.ts → fs');
+    expect(out).toContain('nothing-imports-web: src/transport/page.ts → src/web/dashboard/ok.ts');
+    expect(out).not.toContain('src/web/dashboard/ok.ts →');
+  });
 });

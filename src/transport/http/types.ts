@@ -26,6 +26,8 @@ export type HttpResult =
   | { kind: 'json'; status: number; body: unknown; headers?: Record<string, string> }
   | { kind: 'empty'; status: number; headers?: Record<string, string> }
   | { kind: 'text'; status: number; contentType: string; body: string }
+  /** Bytes as they are (static files, possibly gzip-encoded: then `headers` says so). */
+  | { kind: 'bytes'; status: number; contentType: string; body: Uint8Array; headers?: Record<string, string> }
   /** An SSE stream of a turn's channel, replaying after `afterSeq`. */
   | { kind: 'sse'; channel: TurnChannel; afterSeq: number };
 

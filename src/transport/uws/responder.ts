@@ -45,8 +45,8 @@ export class Responder {
   }
 
   /**
-   * Writes a complete response: status line, `X-Request-Id`, the result's headers, then the JSON or
-   * text body (or none for `empty`). `closeConnection` asks uWS to close the socket after it, for
+   * Writes a complete response: status line, `X-Request-Id`, the result's headers, then the JSON, text
+   * or bytes body (or none for `empty`). `closeConnection` asks uWS to close the socket after it, for
    * requests whose body was not read (the bytes left on the wire cannot be parsed as a next request).
    *
    * uWS facts this works around (the build we ship): `end(body)` writes the body even on a HEAD
@@ -60,10 +60,10 @@ export class Responder {
     ex.closed = true;
     ex.status = result.status;
     const res = ex.res;
-    let body: string | undefined;
+    let body: string | Uint8Array | undefined;
     let contentType: string | undefined;
     if (result.kind === 'json') { body = JSON.stringify(result.body); contentType = 'application/json'; }
-    else if (result.kind === 'text') { body = result.body; contentType = result.contentType; }
+    else if (result.kind === 'text' || result.kind === 'bytes') { body = result.body; contentType = result.contentType; }
     res.cork(() => {
       res.writeStatus(statusLine(result.status));
       res.writeHeader('X-Request-Id', ex.req.requestId);
@@ -78,7 +78,7 @@ export class Responder {
           res.endWithoutBody(0, closeConnection);
         }
       } else if (ex.head) {
-        res.writeHeader('Content-Length', String(Buffer.byteLength(body)));
+        res.writeHeader('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
         if (closeConnection) res.writeHeader('Connection', 'close');
         res.endWithoutBody();
       } else {

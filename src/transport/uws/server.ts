@@ -9,6 +9,7 @@ import type { Router } from '../http/router.js';
 import type { HttpResult, RouteDef } from '../http/types.js';
 import type { SseHub } from '../sse/sse-writer.js';
 import type { SocketRouteDef } from '../ws/routes.js';
+import type { StaticSite } from '../static/static-site.js';
 import { readBody } from './body-reader.js';
 import type { Exchange } from './exchange.js';
 import { loadUws } from './native.js';
@@ -33,6 +34,11 @@ export interface UwsServerOptions {
   sockets?: { routes: SocketRouteDef[]; maxBufferedBytes: number; idleTimeoutS: number };
   /** The allowed origins of the agent published under a public key (CORS preflights of `cors` routes). */
   allowedOrigins?: (publicKey: string) => Promise<string[] | undefined>;
+  /**
+   * Static sites (the dashboard), answered from memory before the route table is consulted: they live
+   * outside /v1, need no credential and are not in the OpenAPI document.
+   */
+  sites?: readonly StaticSite[];
 }
 
 /** A listening server. `port` is the bound port (useful with port 0). */
@@ -140,6 +146,14 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
       return;
     }
     if (preflight(ex)) return;
+    const site = opts.sites?.find((s) => s.owns(path));
+    if (site !== undefined) {
+      // A static site reads no body: a request that may carry one (any method but GET and HEAD, all
+      // refused with 405) closes its connection, so the unread bytes are never parsed as a request.
+      const unreadBody = method !== 'GET' && method !== 'HEAD';
+      try { responder.send(ex, site.answer(method, path, headers), unreadBody); } catch (err) { responder.sendError(ex, err, unreadBody); }
+      return;
+    }
     const match = opts.router.match(method, path);
     if (!match.ok) {
       if (match.reason === 'method_not_allowed') {

@@ -1,0 +1,122 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { Organization, User } from './api.js';
+import { Logo } from './logo.js';
+import { AgentsPage } from './pages/agents.js';
+import { ApiKeysPage } from './pages/api-keys.js';
+import { MembersPage } from './pages/members.js';
+import { OrganizationsPage } from './pages/organizations.js';
+import { canManage, roleLabel } from './pages/roles.js';
+import { SignInPage } from './pages/sign-in.js';
+import { linkTo, navigate, pathOf, usePage, type PageName } from './router.js';
+import type { Session, SessionState } from './session.js';
+
+/** The session's state, re-rendering on every change (also one made before the effect subscribed). */
+function useSessionState(session: Session): SessionState {
+  const [state, setState] = useState(session.state);
+  useEffect(() => {
+    setState(session.state);
+    return session.subscribe(setState);
+  }, [session]);
+  return state;
+}
+
+/**
+ * The dashboard: the sign-in page while nobody is signed in, the organization picker while no
+ * organization is chosen, and otherwise the page of the address bar inside the shell.
+ */
+export function App({ session }: { session: Session }) {
+  const state = useSessionState(session);
+  const page = usePage();
+  const [signingOut, setSigningOut] = useState(false);
+
+  async function signOut() {
+    setSigningOut(true);
+    try {
+      await session.signOut();
+    } finally {
+      setSigningOut(false);
+    }
+  }
+
+  if (state.status === 'starting') {
+    return (
+      <div class="splash" aria-busy="true">
+        <Logo />
+        <p class="muted">Loading…</p>
+      </div>
+    );
+  }
+  if (state.status === 'unreachable') {
+    return (
+      <main class="auth">
+        <div class="auth-card">
+          <Logo />
+          <h1>Parley is not reachable</h1>
+          <div role="alert" class="alert">{state.message}</div>
+          <button type="button" class="btn btn-primary btn-block" onClick={() => { void session.start(); }}>Try again</button>
+        </div>
+      </main>
+    );
+  }
+  if (state.status === 'signed-out') return <SignInPage session={session} notice={state.notice} />;
+  if (state.org === null || page === 'organizations') {
+    return (
+      <OrganizationsPage session={session} user={state.user} organizations={state.organizations} current={state.org}
+        onSignOut={signOut} signingOut={signingOut} />
+    );
+  }
+  return (
+    <Shell session={session} user={state.user} organizations={state.organizations} org={state.org} page={page}
+      onSignOut={signOut} signingOut={signingOut} />
+  );
+}
+
+const TITLES: Record<PageName, string> = { keys: 'API keys', agents: 'Agents', members: 'Members', organizations: 'Organizations', home: 'Dashboard' };
+
+/** The header (organization, person, sign-out), the section tabs, and the current page. */
+function Shell({ session, user, organizations, org, page, onSignOut, signingOut }: {
+  session: Session; user: User; organizations: Organization[]; org: Organization; page: PageName;
+  onSignOut: () => void; signingOut: boolean;
+}) {
+  const manager = canManage(org);
+  // The mount itself, and the keys page for an operator (who may not manage keys), open the first section.
+  const shown: PageName = page === 'home' || (page === 'keys' && !manager) ? (manager ? 'keys' : 'agents') : page;
+  useEffect(() => { if (shown !== page) navigate(shown, true); }, [shown, page]);
+  useEffect(() => { document.title = `${TITLES[shown]} · ${org.name} · Parley`; }, [shown, org.name]);
+
+  const tabs: Array<[PageName, string]> = [...(manager ? [['keys', 'API keys'] as [PageName, string]] : []), ['agents', 'Agents'], ['members', 'Members']];
+
+  return (
+    <div class="shell">
+      <a class="skip-link" href="#main">Skip to content</a>
+      <header class="topbar">
+        <div class="topbar-inner">
+          <a href={pathOf('home')} class="brand" onClick={linkTo('home')}><Logo compact /></a>
+          <div class="org-current">
+            <span class="org-name" title={org.name}>{org.name}</span>
+            <span class="badge">{roleLabel(org.role)}</span>
+            {organizations.length > 1 && (
+              <a href={pathOf('organizations')} class="link-quiet" onClick={linkTo('organizations')} aria-label="Switch organization">Switch</a>
+            )}
+          </div>
+          <div class="account">
+            <span class="account-email" title={user.email}>{user.email}</span>
+            <button type="button" class="btn btn-sm" onClick={onSignOut} disabled={signingOut}>{signingOut ? 'Signing out…' : 'Sign out'}</button>
+          </div>
+        </div>
+        <nav class="tabs" aria-label="Sections">
+          <div class="tabs-inner">
+            {tabs.map(([p, label]) => (
+              <a key={p} href={pathOf(p)} class="tab" onClick={linkTo(p)} aria-current={p === shown ? 'page' : undefined}>{label}</a>
+            ))}
+          </div>
+        </nav>
+      </header>
+      <main id="main" class="container" tabIndex={-1}>
+        {shown === 'keys' && <ApiKeysPage key={org.id} session={session} org={org} />}
+        {shown === 'agents' && <AgentsPage key={org.id} session={session} org={org} />}
+        {shown === 'members' && <MembersPage key={org.id} session={session} org={org} user={user} />}
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,187 @@
+import { useState } from 'preact/hooks';
+import { ROLES, type Member, type Organization, type Page, type Role, type User } from '../api.js';
+import type { Session } from '../session.js';
+import { ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, StatusMessage, usePagedList } from '../ui.js';
+import { canManage, roleLabel } from './roles.js';
+
+const memberId = (m: Member) => m.user_id;
+
+/**
+ * The organization's members. Every member sees the list; owners and admins add people by e-mail,
+ * change roles and remove members. Only an owner touches the owner role, so an admin sees owners
+ * read-only and cannot grant `owner`; the server has the last word (403, 409 `last_owner`), and its
+ * message is shown as it is.
+ */
+export function MembersPage({ session, org, user }: { session: Session; org: Organization; user: User }) {
+  const list = usePagedList<Member>((after) => session.request<Page<Member>>('GET', `/v1/members${pageQuery(after)}`), memberId, org.id);
+  const [flash, setFlash] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [removing, setRemoving] = useState<Member | null>(null);
+  const [saving, setSaving] = useState<string | null>(null);
+  const manager = canManage(org);
+  /** Roles this person may hand out. */
+  const grantable = ROLES.filter((r) => r !== 'owner' || org.role === 'owner');
+  const mayChange = (m: Member) => manager && (m.role !== 'owner' || org.role === 'owner');
+
+  /** After a change to their own membership, the person's rights here may differ: read them again. */
+  async function afterChange(m: Member, message: string) {
+    setFlash(message);
+    if (m.user_id === user.id) await session.reloadOrganizations().catch(() => undefined);
+    list.reload();
+  }
+
+  async function changeRole(m: Member, role: Role, select: HTMLSelectElement) {
+    setFlash('');
+    setError(null);
+    setSaving(m.user_id);
+    try {
+      await session.request<Member>('PATCH', `/v1/members/${encodeURIComponent(m.user_id)}`, { role });
+      await afterChange(m, `${m.email} is now ${roleLabel(role).toLowerCase()}.`);
+    } catch (err) {
+      select.value = m.role;
+      setError(messageOf(err));
+    } finally {
+      setSaving(null);
+    }
+  }
+
+  return (
+    <>
+      <div class="page-head">
+        <div>
+          <PageTitle>Members</PageTitle>
+          <p class="muted">
+            People who can sign in to {org.name}.
+            {manager ? ' Owners and admins manage API keys and members; operators read and chat.' : ' Owners and admins manage members.'}
+          </p>
+        </div>
+      </div>
+      <StatusMessage message={flash} />
+      <ErrorAlert message={error} />
+      {manager && <AddMember session={session} roles={grantable} onAdded={(m) => { setError(null); setFlash(`${m.email} was added as ${roleLabel(m.role).toLowerCase()}.`); list.reload(); }} />}
+      {list.items !== null && (
+        <div class="table-wrap">
+          <table class="table">
+            <caption class="visually-hidden">Members of {org.name}</caption>
+            <thead>
+              <tr><th scope="col">E-mail</th><th scope="col">Role</th><th scope="col">Member since</th>{manager && <th scope="col"><span class="visually-hidden">Actions</span></th>}</tr>
+            </thead>
+            <tbody>
+              {list.items.map((m) => (
+                <tr key={m.user_id}>
+                  <th scope="row" data-label="E-mail" class="cell-strong">
+                    {m.email}
+                    {m.user_id === user.id && <span class="badge badge-muted badge-inline">You</span>}
+                  </th>
+                  <td data-label="Role">
+                    {mayChange(m)
+                      ? (
+                        <select class="select-sm" aria-label={`Role of ${m.email}`} value={m.role} disabled={saving === m.user_id}
+                          onChange={(e) => { void changeRole(m, e.currentTarget.value as Role, e.currentTarget); }}>
+                          {(m.role === 'owner' ? ROLES : grantable).map((r) => <option key={r} value={r}>{roleLabel(r)}</option>)}
+                        </select>
+                      )
+                      : <span class="badge">{roleLabel(m.role)}</span>}
+                  </td>
+                  <td data-label="Member since">{formatDate(m.created_at)}</td>
+                  {manager && (
+                    <td class="cell-actions">
+                      {mayChange(m) && (
+                        <div class="actions">
+                          <button type="button" class="btn btn-sm btn-danger-quiet" aria-label={`Remove ${m.email}`}
+                            onClick={() => { setFlash(''); setError(null); setRemoving(m); }}>Remove</button>
+                        </div>
+                      )}
+                    </td>
+                  )}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <ListFooter list={list} noun="members" />
+      {removing !== null && (
+        <RemoveDialog session={session} member={removing} self={removing.user_id === user.id} orgName={org.name}
+          onDone={(removed) => { setRemoving(null); if (removed) void afterChange(removing, `${removing.email} was removed.`); }} />
+      )}
+    </>
+  );
+}
+
+/** The form that adds an existing person by e-mail with a role. */
+function AddMember({ session, roles, onAdded }: { session: Session; roles: readonly Role[]; onAdded: (m: Member) => void }) {
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState<Role>('operator');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  async function submit(e: Event) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const added = await session.request<Member>('POST', '/v1/members', { email: email.trim(), role });
+      setEmail('');
+      onAdded(added);
+    } catch (err) {
+      setError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form class="card add-member" onSubmit={submit} aria-labelledby="add-member-title">
+      <h2 id="add-member-title" class="card-title">Add a member</h2>
+      <p class="muted small">The person needs a Parley account (<code>npm run parley -- users create</code>).</p>
+      <ErrorAlert message={error} />
+      <div class="form-row">
+        <Field id="member-email" label="E-mail">
+          <input id="member-email" type="email" required autocomplete="off" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        </Field>
+        <Field id="member-role" label="Role">
+          <select id="member-role" value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+            {roles.map((r) => <option key={r} value={r}>{roleLabel(r)}</option>)}
+          </select>
+        </Field>
+        <button type="submit" class="btn btn-primary" disabled={busy}>{busy ? 'Adding…' : 'Add member'}</button>
+      </div>
+    </form>
+  );
+}
+
+/** Confirms and removes a member (`onDone(true)` when removed). */
+function RemoveDialog({ session, member, self, orgName, onDone }: {
+  session: Session; member: Member; self: boolean; orgName: string; onDone: (removed: boolean) => void;
+}) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  async function remove() {
+    setBusy(true);
+    setError(null);
+    try {
+      await session.request<void>('DELETE', `/v1/members/${encodeURIComponent(member.user_id)}`);
+      onDone(true);
+    } catch (err) {
+      setError(messageOf(err));
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Modal title={self ? `Leave ${orgName}?` : `Remove ${member.email}?`} onClose={() => onDone(false)}>
+      <div class="stack">
+        <ErrorAlert message={error} />
+        <p>{self
+          ? `You lose access to ${orgName} at once. Another owner or admin can add you again.`
+          : `${member.email} loses access to ${orgName} at once, also in a browser where they are signed in. Their account stays.`}</p>
+        <div class="modal-actions">
+          <button type="button" class="btn" onClick={() => onDone(false)}>Cancel</button>
+          <button type="button" class="btn btn-danger" onClick={remove} disabled={busy}>{busy ? 'Removing…' : self ? 'Leave' : 'Remove member'}</button>
+        </div>
+      </div>
+    </Modal>
+  );
+}

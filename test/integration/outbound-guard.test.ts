@@ -1,0 +1,79 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkDestinationUrl, createGuardedAgent, isPublicAddress } from '../../src/net/outbound-guard.js';
+
+describe('isPublicAddress', () => {
+  it.each([
+    ['8.8.8.8', true], ['1.1.1.1', true], ['2606:4700::1111', true], ['[2606:4700::1111]', true],
+    ['127.0.0.1', false], ['127.255.0.1', false], ['10.0.0.1', false], ['172.16.5.4', false], ['192.168.1.1', false],
+    ['100.64.0.1', false], ['169.254.169.254', false], ['0.0.0.0', false], ['255.255.255.255', false], ['224.0.0.1', false],
+    ['192.0.2.1', false], ['::1', false], ['[::1]', false], ['::', false], ['fe80::1', false], ['fd12:3456::1', false],
+    ['::ffff:127.0.0.1', false], ['::ffff:8.8.8.8', false], ['64:ff9b::7f00:1', false], ['2002:7f00:1::', false],
+    ['2001::1', false], ['not an address', false], ['', false],
+  ])('%s -> %s', (address, expected) => {
+    expect(isPublicAddress(address)).toBe(expected);
+  });
+});
+
+describe('checkDestinationUrl', () => {
+  it.each([
+    ['http://127.1/hook'], ['http://0x7f.1/hook'], ['http://[::ffff:127.0.0.1]/hook'], ['http://[::1]/hook'],
+    ['http://169.254.169.254/latest/meta-data'], ['http://localhost:8080/x'], ['http://api.localhost/x'],
+  ])('refuses %s when private networks are not allowed', (url) => {
+    expect(() => checkDestinationUrl(url, false, 'url')).toThrow(expect.objectContaining({ code: 'validation_failed' }));
+    expect(checkDestinationUrl(url, true, 'url')).toBeInstanceOf(URL);
+  });
+
+  it('refuses other schemes and credentials in the URL, whatever the setting', () => {
+    expect(() => checkDestinationUrl('ftp://example.com/x', true, 'url')).toThrow(/http or https/);
+    expect(() => checkDestinationUrl('https://user:pw@example.com/x', true, 'url')).toThrow(/credentials/);
+    expect(() => checkDestinationUrl('not a url', true, 'url')).toThrow(/not a valid URL/);
+  });
+
+  it('accepts a public https URL', () => {
+    expect(checkDestinationUrl('https://hooks.example.com/parley', false, 'url').hostname).toBe('hooks.example.com');
+  });
+});
+
+describe('createGuardedAgent (a real receiver on loopback)', () => {
+  let server: Server;
+  let port: number;
+  let hits = 0;
+  beforeAll(async () => {
+    server = createServer((_req, res) => { hits++; res.end('ok'); });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => { await new Promise((r) => server.close(r)); });
+
+  const refusal = async (url: string) => {
+    const agent = createGuardedAgent({ allowPrivate: false, connectTimeoutMs: 2000 });
+    try {
+      await request(url, { dispatcher: agent });
+      return 'delivered';
+    } catch (err) {
+      const e = err as { code?: string; cause?: { code?: string } };
+      return e.code ?? e.cause?.code ?? String(err);
+    } finally {
+      await agent.close();
+    }
+  };
+
+  it('refuses loopback by literal, by short form and by name, and never reaches the receiver', async () => {
+    const before = hits;
+    expect(await refusal(`http://127.0.0.1:${port}/`)).toBe('DESTINATION_REFUSED');
+    expect(await refusal(`http://127.1:${port}/`)).toBe('DESTINATION_REFUSED');
+    expect(await refusal(`http://localhost:${port}/`)).toBe('DESTINATION_REFUSED');
+    expect(hits).toBe(before);
+  });
+
+  it('connects when private networks are allowed', async () => {
+    const agent = createGuardedAgent({ allowPrivate: true, connectTimeoutMs: 2000 });
+    const res = await request(`http://localhost:${port}/`, { dispatcher: agent });
+    expect(res.statusCode).toBe(200);
+    expect(await res.body.text()).toBe('ok');
+    await agent.close();
+  });
+});

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { RateSearch } from '../../bench/lib/rate-search.js';
+
+/** Drives a search against a target that passes every rate <= capacity; returns the rates probed. */
+function drive(s: RateSearch, capacity: number): number[] {
+  const rates: number[] = [];
+  for (let r = s.next(); r !== null && rates.length < 100; r = s.next()) {
+    rates.push(r);
+    s.record(r, r <= capacity);
+  }
+  return rates;
+}
+
+describe('bench RateSearch', () => {
+  it('doubles from the start until a failure, then bisects twice', () => {
+    const s = new RateSearch({ start: 50, factor: 2, max: 6400, refine: 2 });
+    expect(drive(s, 700)).toEqual([50, 100, 200, 400, 800, 600, 700]);
+    expect(s.best).toBe(700);
+    expect(s.lowestFail).toBe(800);
+    expect(s.capped).toBe(false);
+  });
+
+  it('bisects downwards when the midpoint fails', () => {
+    const s = new RateSearch({ start: 50, factor: 2, max: 6400, refine: 2 });
+    expect(drive(s, 450)).toEqual([50, 100, 200, 400, 800, 600, 500]);
+    expect(s.best).toBe(400);
+  });
+
+  it('stops at the ladder with refine 0', () => {
+    const s = new RateSearch({ start: 100, factor: 2, max: 6400, refine: 0 });
+    expect(drive(s, 350)).toEqual([100, 200, 400]);
+    expect(s.best).toBe(200);
+  });
+
+  it('ends with a probe at exactly max and reports the cap', () => {
+    const s = new RateSearch({ start: 50, factor: 2, max: 300, refine: 2 });
+    expect(drive(s, 10_000)).toEqual([50, 100, 200, 300]);
+    expect(s.best).toBe(300);
+    expect(s.capped).toBe(true);
+  });
+
+  it('gives 0 and stops when the first rate fails (no downward search)', () => {
+    const s = new RateSearch({ start: 50, factor: 2, max: 6400, refine: 2 });
+    expect(drive(s, 30)).toEqual([50]);
+    expect(s.best).toBe(0);
+    expect(s.capped).toBe(false);
+  });
+
+  it('stops refining once pass and failure are within the resolution', () => {
+    const s = new RateSearch({ start: 2, factor: 2, max: 64, refine: 5, resolution: 1 });
+    expect(drive(s, 5)).toEqual([2, 4, 8, 6, 5]);
+    expect(s.best).toBe(5);
+  });
+
+  it('ignores a pass above a failure (noise) when reporting the best rate', () => {
+    const s = new RateSearch({ start: 50, factor: 2, max: 6400, refine: 0 });
+    s.record(50, true);
+    s.record(100, false);
+    s.record(200, true);
+    expect(s.best).toBe(50);
+    expect(s.lowestFail).toBe(100);
+    expect(s.next()).toBeNull();
+  });
+
+  it('rejects options that cannot terminate', () => {
+    expect(() => new RateSearch({ start: 0, factor: 2, max: 10, refine: 0 })).toThrow(RangeError);
+    expect(() => new RateSearch({ start: 10, factor: 1, max: 10, refine: 0 })).toThrow(RangeError);
+    expect(() => new RateSearch({ start: 10, factor: 2, max: 5, refine: 0 })).toThrow(RangeError);
+  });
+});
