@@ -11,6 +11,8 @@ import { createWorkerTokenCounter } from './models/token-counter.js';
 import { AgentDirectory } from './runtime/agent-directory.js';
 import { ChatService } from './runtime/chat-service.js';
 import { EventBus } from './events/event-bus.js';
+import { LiveHub, sessionKey } from './runtime/live/live-hub.js';
+import { PublicService } from './runtime/services/public.js';
 import { AccessService } from './runtime/services/access.js';
 import { AgentService } from './runtime/services/agents.js';
 import { ApiKeyService } from './runtime/services/api-keys.js';
@@ -32,6 +34,10 @@ import { memberRoutes } from './transport/http/routes/members.js';
 import { chatRoutes } from './transport/http/routes/chat.js';
 import { knowledgeRoutes } from './transport/http/routes/knowledge.js';
 import { operationRoutes } from './transport/http/routes/operations.js';
+import { handoffRoutes } from './transport/http/routes/handoff.js';
+import { publicRoutes } from './transport/http/routes/public.js';
+import { socketRoutes } from './transport/ws/routes.js';
+import { ChannelFrames } from './transport/ws/server-frames.js';
 import type { Services } from './transport/http/services.js';
 import type { RouteDef } from './transport/http/types.js';
 import { SseHub } from './transport/sse/sse-writer.js';
@@ -52,6 +58,10 @@ export interface Parley {
   directory: DirectoryService;
   /** Access tokens (tests sign and verify with them). */
   tokens: AccessTokens;
+  /** The domain event bus (webhooks will subscribe; tests watch it). */
+  events: EventBus;
+  /** Open WebSockets. */
+  readonly sockets: number;
   logger: Logger;
   /**
    * Graceful stop (SIGTERM): stop accepting connections, refuse new turns, let running turns finish
@@ -77,8 +87,9 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const pool = new IngestionPool({ threads: config.ingestWorkers, onError: (err) => logger.error({ err }, 'ingestion worker error') });
   const knowledge = new KnowledgeService(store, pool, bus, logger);
   const agentDirectory = new AgentDirectory(store);
+  const live = new LiveHub();
   const chat = new ChatService({
-    agents: agentDirectory,
+    agents: agentDirectory, live,
     store, models, tokens, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
     retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs, admission: config.admission, lag: metrics.loop,
@@ -101,10 +112,14 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const access = new AccessService(store, accessTokens);
   const services: Services = {
     config, logger, access, chat,
-    sessions: new SessionService(store, accessTokens, passwords, throttle, { refreshIdleMs: config.auth.refreshIdleMs, refreshAbsoluteMs: config.auth.refreshAbsoluteMs }),
+    sessions: new SessionService(store, accessTokens, passwords, throttle, {
+      refreshIdleMs: config.auth.refreshIdleMs, refreshAbsoluteMs: config.auth.refreshAbsoluteMs,
+      onSessionEnded: (sessionId) => { live.revoke(sessionKey(sessionId)); },
+    }),
     apiKeys: new ApiKeyService(store),
     members: new MemberService(store),
-    agents: new AgentService(store, models, agentDirectory),
+    agents: new AgentService(store, models, agentDirectory, live),
+    public: new PublicService(store, agentDirectory, chat, config.publicLimits),
     knowledgeBases: new KnowledgeBaseService(store, knowledge),
     conversations: new ConversationService(store),
     health: new HealthService(store, () => chat.isDraining),
@@ -113,15 +128,21 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const routes: RouteDef[] = [];
   routes.push(
     ...operationRoutes(services, () => routes), ...authRoutes(services), ...apiKeyRoutes(services), ...memberRoutes(services),
-    ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services),
+    ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services), ...handoffRoutes(services), ...publicRoutes(services),
   );
+  const sockets = socketRoutes(services, {
+    chat, public: services.public, conversations: services.conversations, logger, frames: new ChannelFrames(), authTimeoutMs: config.ws.authTimeoutMs,
+  });
   await recover(store, knowledge, logger);
   const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
   const dashboard = loadDashboard(config.dashboardDir);
   if (!dashboard.available) logger.warn({ dir: config.dashboardDir }, 'the dashboard is not built (npm run build): /dashboard answers 404');
   const server = await startUwsServer({
-    host: config.host, port: config.port, router: new Router(routes), dispatch: createDispatcher(access),
+    host: config.host, port: config.port, router: new Router(routes),
+    dispatch: createDispatcher(access, (publicKey) => services.public.allowedOrigins(publicKey)),
     sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard],
+    sockets: { routes: sockets, maxBufferedBytes: config.ws.maxBufferedBytes, idleTimeoutS: config.ws.idleTimeoutS },
+    allowedOrigins: (publicKey) => services.public.allowedOrigins(publicKey),
   });
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
@@ -134,6 +155,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     knowledge,
     directory: new DirectoryService(store, passwords),
     tokens: accessTokens,
+    events: bus,
+    get sockets() { return server.sockets; },
     logger,
     close() {
       closing ??= (async () => {

@@ -22,8 +22,15 @@ export interface TurnInput {
   maxSteps: number;
 }
 
+/**
+ * Why a running turn is stopped: `client` (a cancel frame or `POST .../cancel`: the turn ends `done` /
+ * `cancelled`), `handoff` (a person was asked for or took over: `done` / `handoff`), `closed` (the
+ * conversation was closed: `done` / `cancelled`). In every case the partial reply is stored.
+ */
+export type CancelReason = 'client' | 'handoff' | 'closed';
+
 /** What the conversation machine may send to the running turn actor. */
-export type TurnCommand = { type: 'cancel' };
+export type TurnCommand = { type: 'cancel'; reason: CancelReason };
 
 /** How a turn ended. */
 export type TurnOutput =

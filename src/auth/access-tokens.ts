@@ -1,7 +1,9 @@
 /**
  * Access tokens for signed-in persons: JWTs signed with Ed25519 (EdDSA, RFC 8037) by jose, in the JWT
  * profile for OAuth 2.0 access tokens (RFC 9068): header `typ: at+jwt` and `kid`, claims `iss`, `aud`,
- * `sub` (the person's user id), `iat`, `exp`, `jti` and `client_id`, all required on verification. The
+ * `sub` (the person's user id), `iat`, `exp`, `jti` and `client_id`, all required on verification, and
+ * `sid` (the sign-in: its refresh-token family id, as OpenID Connect names a session) when the token was
+ * issued by a sign-in or a refresh; logout closes the sockets opened under that `sid`. The
  * algorithm is pinned to EdDSA on verification and the `typ` checked (RFC 8725 sections 3.1 and 3.11),
  * so `alg: none`, HMAC tokens made with the public key and other token types are refused. Lifetime 900 s
  * (SPEC.md 5.5: about fifteen minutes); a token whose `iat` is more than 900 s old is expired whatever its
@@ -49,6 +51,8 @@ export const KEY_RECHECK_MS = 60_000;
 export interface VerifiedAccessToken {
   userId: string;
   tokenId: string;
+  /** The `sid` claim (the sign-in's refresh-token family id), or null when the token has none. */
+  sessionId: string | null;
   kid: string;
   expiresAt: number;
 }
@@ -58,7 +62,7 @@ export interface IssuedAccessToken {
   token: string;
   /** Seconds until it expires ({@link ACCESS_TOKEN_TTL_S}). */
   expiresIn: number;
-  claims: { iss: string; aud: string; sub: string; iat: number; exp: number; jti: string; client_id: string };
+  claims: { iss: string; aud: string; sub: string; iat: number; exp: number; jti: string; client_id: string; sid?: string };
   kid: string;
 }
 
@@ -111,9 +115,10 @@ export class AccessTokens {
 
   /**
    * Signs a token for person `userId` with the store's active key (read on every call, so a rotation by
-   * another process takes effect at the next sign-in). Throws what the store throws.
+   * another process takes effect at the next sign-in), with claim `sid` = `sessionId` when given. Throws
+   * what the store throws.
    */
-  async issue(userId: string): Promise<IssuedAccessToken> {
+  async issue(userId: string, sessionId?: string): Promise<IssuedAccessToken> {
     let active = await this.keys.active();
     active ??= await this.keys.ensureActive(await newSigningKey(new Date(this.now()).toISOString()));
     if (this.signing?.kid !== active.kid) {
@@ -121,11 +126,12 @@ export class AccessTokens {
       if (!this.publicKeys.has(active.kid)) this.publicKeys.set(active.kid, { key: await importJWK(active.public_jwk, ACCESS_TOKEN_ALG), retiredAt: null });
     }
     const iat = Math.floor(this.now() / 1000);
-    const claims = {
+    const claims: IssuedAccessToken['claims'] = {
       iss: ACCESS_TOKEN_ISSUER, aud: ACCESS_TOKEN_AUDIENCE, sub: userId, iat, exp: iat + ACCESS_TOKEN_TTL_S,
       jti: randomBytes(16).toString('base64url'), client_id: ACCESS_TOKEN_CLIENT_ID,
+      ...(sessionId === undefined ? {} : { sid: sessionId }),
     };
-    const token = await new SignJWT({ jti: claims.jti, client_id: claims.client_id })
+    const token = await new SignJWT({ jti: claims.jti, client_id: claims.client_id, ...(claims.sid === undefined ? {} : { sid: claims.sid }) })
       .setProtectedHeader({ alg: ACCESS_TOKEN_ALG, kid: this.signing.kid, typ: ACCESS_TOKEN_TYPE })
       .setIssuer(claims.iss).setAudience(claims.aud).setSubject(claims.sub).setIssuedAt(claims.iat).setExpirationTime(claims.exp)
       .sign(this.signing.key);
@@ -163,7 +169,9 @@ export class AccessTokens {
     if (typeof payload.sub !== 'string' || typeof payload.jti !== 'string' || typeof payload.exp !== 'number') {
       throw invalid('The access token is not valid.');
     }
-    const result: VerifiedAccessToken = { userId: payload.sub, tokenId: payload.jti, kid: header.kid!, expiresAt: payload.exp };
+    const result: VerifiedAccessToken = {
+      userId: payload.sub, tokenId: payload.jti, sessionId: typeof payload.sid === 'string' ? payload.sid : null, kid: header.kid!, expiresAt: payload.exp,
+    };
     // Remembered until it expires, or until its key's window closes if that is sooner.
     const retiredAt = this.publicKeys.get(result.kid)?.retiredAt ?? null;
     const windowEnd = retiredAt === null ? Number.POSITIVE_INFINITY : Math.floor(retiredAt / 1000) + ACCESS_TOKEN_TTL_S;

@@ -1,5 +1,6 @@
 /**
- * Opaque bearer secrets (API.md "Credentials"): refresh tokens `rt_...` and socket tickets `wst_...`.
+ * Opaque bearer secrets (API.md "Credentials"): refresh tokens `rt_...`, socket tickets `wst_...` and
+ * visitor tokens `vt_...` (one public conversation each).
  * Each is the prefix and 32 bytes (256 bits) from the CSPRNG in base64url (43 characters), stored only
  * as its SHA-256 hex. A fast hash is right for them: they carry 256 bits of entropy, there is no
  * dictionary to guess from (unlike passwords).
@@ -7,11 +8,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 /** The kinds of opaque token and their prefixes. */
-export type OpaquePrefix = 'rt' | 'wst';
+export type OpaquePrefix = 'rt' | 'wst' | 'vt';
 
 const SHAPES: Record<OpaquePrefix, RegExp> = {
   rt: /^rt_[A-Za-z0-9_-]{43}$/,
   wst: /^wst_[A-Za-z0-9_-]{43}$/,
+  vt: /^vt_[A-Za-z0-9_-]{43}$/,
 };
 
 /** A new token `<prefix>_<43 base64url chars>`. */

@@ -20,6 +20,11 @@ export interface PersonPrincipal {
   role: Role;
   /** The access token's `jti` (or `ticket` for a socket ticket), for logs. */
   credentialId: string;
+  /**
+   * The sign-in the credential belongs to (the access token's `sid`, or the session a socket ticket was
+   * issued under), or null; a socket opened with it closes when that sign-in ends.
+   */
+  sessionId: string | null;
 }
 
 /** Who is calling: resolved from a credential by src/auth and the runtime's AccessService (API.md "Credentials"). */

@@ -66,7 +66,7 @@ export async function bootstrapIfEmpty(deps: {
     id: agentId, org_id: orgId, name: 'Parley Guide', description: 'Answers questions about Parley from its documentation.',
     instructions: 'You are Parley Guide. Answer questions about the Parley service using only the documentation passages you are given, and cite them by number.',
     model: { provider: 'builtin', name: 'builtin' }, knowledge_base_ids: [kb.id], tools: ['search_knowledge'],
-    safety: { ...DEFAULT_SAFETY, blocked_phrases: [] }, published: false, public_key: null, created_at: now, updated_at: now,
+    safety: { ...DEFAULT_SAFETY, blocked_phrases: [] }, published: false, public_key: null, allowed_origins: ['*'], created_at: now, updated_at: now,
   });
 
   const apiKey = generateApiKey();

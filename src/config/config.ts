@@ -47,6 +47,11 @@ const EnvSchema = z.object({
   PARLEY_PASSWORD_HASH_CONCURRENCY: int(defaultHashConcurrency(), 1, 64),
   PARLEY_LOGIN_FAILURES_PER_ACCOUNT: int(10, 1, 100_000),
   PARLEY_LOGIN_FAILURES_PER_ADDRESS: int(100, 1, 1_000_000),
+  PARLEY_PUBLIC_REQUESTS_PER_MINUTE: int(120, 1, 1_000_000),
+  PARLEY_PUBLIC_VISITOR_REQUESTS_PER_MINUTE: int(60, 1, 1_000_000),
+  PARLEY_WS_MAX_BUFFERED_BYTES: int(1024 * 1024, 1024),
+  PARLEY_WS_IDLE_TIMEOUT_S: int(120, 8, 960),
+  PARLEY_WS_AUTH_TIMEOUT_MS: int(5000, 1, 60_000),
 });
 
 /**
@@ -124,6 +129,18 @@ export interface Config {
     refreshIdleMs: number; refreshAbsoluteMs: number; passwordHashConcurrency: number;
     loginFailuresPerAccount: number; loginFailuresPerAddress: number; loginWindowMs: number;
   };
+  /**
+   * Public endpoints and sockets of published agents (API.md "WebSockets"): requests (and socket
+   * message frames) per client address and per visitor token per minute, token buckets; past them 429
+   * `rate_limited` (an `error` frame on a socket).
+   */
+  publicLimits: { perAddressPerMinute: number; perVisitorPerMinute: number };
+  /**
+   * WebSockets: a socket with more than `maxBufferedBytes` unsent is closed with 1013 (bytes); one silent
+   * for `idleTimeoutS` is closed (uWS pings before that; s); the listen-only socket's `auth` frame must
+   * come within `authTimeoutMs` (API.md: 5 s; ms).
+   */
+  ws: { maxBufferedBytes: number; idleTimeoutS: number; authTimeoutMs: number };
 }
 
 /**
@@ -173,5 +190,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       loginFailuresPerAccount: e.PARLEY_LOGIN_FAILURES_PER_ACCOUNT, loginFailuresPerAddress: e.PARLEY_LOGIN_FAILURES_PER_ADDRESS,
       loginWindowMs: LOGIN_WINDOW_MS,
     },
+    publicLimits: { perAddressPerMinute: e.PARLEY_PUBLIC_REQUESTS_PER_MINUTE, perVisitorPerMinute: e.PARLEY_PUBLIC_VISITOR_REQUESTS_PER_MINUTE },
+    ws: { maxBufferedBytes: e.PARLEY_WS_MAX_BUFFERED_BYTES, idleTimeoutS: e.PARLEY_WS_IDLE_TIMEOUT_S, authTimeoutMs: e.PARLEY_WS_AUTH_TIMEOUT_MS },
   });
 }

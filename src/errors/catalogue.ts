@@ -19,6 +19,8 @@ export const ERROR_CATALOGUE = {
   invalid_credentials: { type: 'authentication_error', status: 401 },
   not_a_member: { type: 'permission_error', status: 403 },
   forbidden: { type: 'permission_error', status: 403 },
+  /** A public endpoint or socket called from a page whose Origin the published agent does not allow. */
+  origin_not_allowed: { type: 'permission_error', status: 403 },
   not_found: { type: 'not_found_error', status: 404 },
   method_not_allowed: { type: 'invalid_request_error', status: 405 },
   conversation_closed: { type: 'conflict_error', status: 409 },

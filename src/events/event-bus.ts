@@ -1,9 +1,14 @@
 import { EventEmitter } from 'node:events';
 
-/** Domain event names of SPEC.md 6.2 (the webhook catalogue). */
+/**
+ * Domain event names: those of SPEC.md 6.2 (the webhook catalogue), and `handoff.accepted` (a person
+ * took the conversation over: `pending_handoff | active -> handed_off`), which is in-process only: it is
+ * not in the catalogue, so webhooks must not offer it until the catalogue names it.
+ */
 export type DomainEventType =
   | 'message.created' | 'conversation.created' | 'conversation.closed' | 'handoff.requested'
-  | 'handoff.resolved' | 'document.ready' | 'document.failed' | 'tool.run' | 'usage.threshold';
+  | 'handoff.resolved' | 'document.ready' | 'document.failed' | 'tool.run' | 'usage.threshold'
+  | 'handoff.accepted';
 
 /** A domain event: what happened, to which organization, with a JSON-serializable `data` object. */
 export interface DomainEvent {

@@ -15,6 +15,8 @@ interface Entry {
  */
 export class AgentDirectory {
   private readonly entries = new Map<string, Entry>();
+  /** Published agents by public key (public endpoints: every request names the key, not the agent). */
+  private readonly published = new Map<string, Entry>();
 
   constructor(private readonly store: Store, private readonly ttlMs = 2_000, private readonly maxEntries = 10_000) {}
 
@@ -34,17 +36,44 @@ export class AgentDirectory {
     });
   }
 
-  /** Forgets the agent (after this instance changed or deleted it). */
+  /**
+   * The published agent of `publicKey` (undefined when no agent is published under it), read through the
+   * same kind of cache: synchronously from it, else a promise of the store read.
+   */
+  byPublicKey(publicKey: string): AgentRecord | undefined | Promise<AgentRecord | undefined> {
+    const hit = this.published.get(publicKey);
+    const now = Date.now();
+    if (hit !== undefined && hit.expiresAt > now) return hit.agent;
+    return this.store.agents.findByPublicKey(publicKey).then((agent) => {
+      if (agent !== undefined) this.rememberIn(this.published, publicKey, agent, now);
+      else this.published.delete(publicKey);
+      return agent;
+    });
+  }
+
+  /** Forgets the agent (after this instance changed or deleted it), also under its public key. */
   invalidate(orgId: string, agentId: string): void {
-    this.entries.delete(`${orgId}/${agentId}`);
+    const key = `${orgId}/${agentId}`;
+    const known = this.entries.get(key)?.agent.public_key;
+    if (known) this.published.delete(known);
+    this.entries.delete(key);
+  }
+
+  /** Forgets what is cached under a public key (the key was unpublished: it stops at once). */
+  invalidatePublicKey(publicKey: string): void {
+    this.published.delete(publicKey);
   }
 
   private remember(key: string, agent: AgentRecord, now: number): void {
-    this.entries.delete(key); // re-inserted last: the Map stays ordered oldest first
-    this.entries.set(key, { agent, expiresAt: now + this.ttlMs });
-    if (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
+    this.rememberIn(this.entries, key, agent, now);
+  }
+
+  private rememberIn(map: Map<string, Entry>, key: string, agent: AgentRecord, now: number): void {
+    map.delete(key); // re-inserted last: the Map stays ordered oldest first
+    map.set(key, { agent, expiresAt: now + this.ttlMs });
+    if (map.size > this.maxEntries) {
+      const oldest = map.keys().next().value;
+      if (oldest !== undefined) map.delete(oldest);
     }
   }
 }

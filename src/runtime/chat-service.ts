@@ -1,4 +1,6 @@
 import { conversationMachine } from '../../actors/conversation/conversation.machine.js';
+import { digestsEqual } from '../auth/api-keys.js';
+import { hashOpaqueToken, isOpaqueToken, newOpaqueToken } from '../auth/opaque-tokens.js';
 import { AppError } from '../errors/app-error.js';
 import type { EventBus } from '../events/event-bus.js';
 import { newId } from '../ids/ids.js';
@@ -9,8 +11,10 @@ import type { Store } from '../store/ports.js';
 import type { ConversationRecord, MessageRecord } from '../store/records.js';
 import { AgentDirectory } from './agent-directory.js';
 import { AdmissionControl, type AdmissionLimits, type LagSource, type Release } from './admission.js';
+import { ConversationControl } from './conversation-control.js';
+import { LiveHub } from './live/live-hub.js';
 import { Supervisor, type ConversationActor, type ConversationLogic } from './supervisor.js';
-import type { TurnChannel } from './turn/turn-channel.js';
+import { TurnChannel } from './turn/turn-channel.js';
 import { TurnRegistry } from './turn/turn-registry.js';
 import { createTurnRunLogic, type TurnRunnerDeps } from './turn/turn-runner.js';
 import { Turn } from './turn/turn.js';
@@ -20,7 +24,15 @@ export interface ChatInput {
   message: string;
   conversation_id?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
+  /** Public chat only: the visitor token of `conversation_id` (API.md "Chat": required with it). */
+  visitor_token?: string | undefined;
 }
+
+/**
+ * Where a message comes from: the API (an API key or a person: the organization's own clients) or a
+ * public key (a visitor of a published agent: the conversation is bound to a visitor token).
+ */
+export type ChatChannel = 'api' | 'public';
 
 export interface ChatServiceOptions {
   store: Store;
@@ -49,6 +61,8 @@ export interface ChatServiceOptions {
   agents?: AgentDirectory;
   /** Where admission control reads the event loop's lag (the metrics' loop-delay sampler). */
   lag: LagSource;
+  /** The live pub/sub of sockets and operator views (default: a new one). */
+  live?: LiveHub;
 }
 
 /**
@@ -58,6 +72,11 @@ export interface ChatServiceOptions {
  * caller once that message is durable. The turn may start while the message commits (the model call
  * overlaps the fsync); nothing reaches a client before the commit. Clients only subscribe to the
  * channel, so a client that goes away never stops the turn (SPEC.md 6.1 rule 3).
+ *
+ * While a person is asked for or answers (status `pending_handoff`, `handed_off`), a visitor message is
+ * stored without a turn and forwarded to the operators; its stream is `conversation`, `message`, `done`
+ * with finish reason `handoff` (API.md "Chat"). Handoff itself, operator messages and cancels are in
+ * `control` (src/runtime/conversation-control.ts).
  */
 export class ChatService {
   readonly turns: TurnRegistry;
@@ -65,29 +84,42 @@ export class ChatService {
   readonly admission: AdmissionControl;
   /** Agents read through a short cache (AgentService invalidates what it changes). */
   readonly agents: AgentDirectory;
+  /** Live subscribers (sockets, operator views, the inbox). */
+  readonly live: LiveHub;
+  /** Handoff, takeover, resolve, close, operator messages and cancels. */
+  readonly control: ConversationControl;
   private draining = false;
   private readonly opts: ChatServiceOptions;
 
   constructor(opts: ChatServiceOptions) {
     this.opts = opts;
+    const live = opts.live ?? new LiveHub();
+    this.live = live;
     this.turns = new TurnRegistry({
       replayMs: opts.turnReplayMs,
       perTurn: { maxChars: opts.turnReplayMaxChars ?? 1024 * 1024 },
       maxRetainedChars: opts.replayBudgetChars ?? 64 * 1024 * 1024,
+      onEnded: (channel) => live.turnEnded(channel),
     });
     this.agents = opts.agents ?? new AgentDirectory(opts.store);
     this.admission = new AdmissionControl(opts.admission, opts.lag);
-    const turnLogic = createTurnRunLogic({
+    const runnerDeps: TurnRunnerDeps = {
       store: opts.store, models: opts.models, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
-      retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40,
+      retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40, live,
+      requestHandoff: (turn, reason) =>
+        this.control.requestHandoff(turn.orgId, turn.conversationId, { by: 'agent', turnId: turn.id, reason }).then((c) => c.status),
       ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
       ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
-    });
+    };
+    const turnLogic = createTurnRunLogic(runnerDeps);
     const logic = (opts.conversationLogic ?? conversationMachine).provide({ actors: { turn: turnLogic } });
     this.supervisor = new Supervisor({
       logic: logic as ConversationLogic, logger: opts.logger, maxQueued: opts.maxQueuedTurns,
       idleMs: opts.idleUnloadMs, maxSteps: opts.maxToolSteps,
       onCrash: (id) => this.failTurnsOf(id),
+    });
+    this.control = new ConversationControl({
+      store: opts.store, bus: opts.bus, logger: opts.logger, live, supervisor: this.supervisor, turns: this.turns, runner: runnerDeps,
     });
   }
 
@@ -98,20 +130,26 @@ export class ChatService {
    * `overloaded` (503, Retry-After), `shutting_down`, `not_found` (unknown agent, unknown conversation or
    * one of another agent), `conversation_closed`, `turn_in_progress` (queue full), `unknown_provider`
    * (the agent's provider is not configured), or what the store throws when the message cannot be stored.
+   *
+   * `via: 'public'` (a visitor of a published agent): a new conversation gets a visitor token (`vt_...`,
+   * stored as its SHA-256 hash in the conversation record, so still one write) that the `conversation`
+   * event carries as `visitor_token`; continuing a conversation needs its visitor token in `input`, and a
+   * missing or wrong one, or a conversation that was not started publicly, is `not_found` (404: whether
+   * the conversation exists is not told).
    */
-  async send(orgId: string, agentId: string, input: ChatInput): Promise<TurnChannel> {
+  async send(orgId: string, agentId: string, input: ChatInput, via: ChatChannel = 'api'): Promise<TurnChannel> {
     if (this.draining) throw new AppError('shutting_down', 'The server is shutting down; retry on another instance.');
     const slot = this.admission.acquire();
     const release = typeof slot === 'function' ? slot : await slot;
     try {
-      return await this.accept(orgId, agentId, input, release);
+      return await this.accept(orgId, agentId, input, release, via);
     } catch (err) {
       release();
       throw err;
     }
   }
 
-  private async accept(orgId: string, agentId: string, input: ChatInput, release: Release): Promise<TurnChannel> {
+  private async accept(orgId: string, agentId: string, input: ChatInput, release: Release, via: ChatChannel): Promise<TurnChannel> {
     const { store } = this.opts;
     const found = this.agents.get(orgId, agentId);
     const agent = found instanceof Promise ? await found : found;
@@ -129,11 +167,20 @@ export class ChatService {
     let message: MessageRecord;
     let stored: Promise<void>;
     let actor: ConversationActor;
+    let visitorToken: string | undefined;
     const isNew = input.conversation_id === undefined;
     if (isNew) {
       // A new conversation's actor always takes its first turn: the commit of the conversation and its
       // first message leaves first, so it overlaps everything below and the model call.
-      conversation = { id: newId('conv'), org_id: orgId, agent_id: agent.id, status: 'active', metadata: input.metadata ?? {}, created_at: now, updated_at: now };
+      let tokenHash: string | null = null;
+      if (via === 'public') {
+        visitorToken = newOpaqueToken('vt');
+        tokenHash = hashOpaqueToken(visitorToken);
+      }
+      conversation = {
+        id: newId('conv'), org_id: orgId, agent_id: agent.id, status: 'active', metadata: input.metadata ?? {},
+        visitor_token_hash: tokenHash, created_at: now, updated_at: now,
+      };
       message = visitorMessage(conversation.id);
       stored = store.conversations.start(conversation, message);
       stored.catch(() => {});
@@ -141,9 +188,14 @@ export class ChatService {
     } else {
       const existing = await store.conversations.get(orgId, input.conversation_id!);
       if (!existing || existing.agent_id !== agent.id) throw new AppError('not_found', 'No such conversation.');
+      if (via === 'public' && !visitorTokenMatches(existing, input.visitor_token)) throw new AppError('not_found', 'No such conversation.');
       conversation = existing;
       const acquired = this.supervisor.acquire(conversation);
       actor = acquired instanceof Promise ? await acquired : acquired;
+      const status = actor.getSnapshot().context.status;
+      if (status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
+      // A person was asked for or answers: the message goes to them, not to the agent.
+      if (status !== 'active') return this.forward(conversation, { ...visitorMessage(conversation.id), turn_id: null }, turnId, release);
       message = visitorMessage(conversation.id);
       stored = Promise.resolve(); // appended below, once the actor said it takes the turn
     }
@@ -164,7 +216,9 @@ export class ChatService {
       stored = store.conversations.appendMessage(message);
       stored.catch(() => {});
     }
-    turn.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
+    turn.emit(visitorToken === undefined
+      ? { type: 'conversation', conversation_id: conversation.id, turn_id: turnId }
+      : { type: 'conversation', conversation_id: conversation.id, turn_id: turnId, visitor_token: visitorToken });
     this.turns.add(turn);
     // The turn may start now, so the model call overlaps the commit of the visitor message (an fsync
     // with synchronous=FULL). Nothing reaches the client before that commit: the channel, with every
@@ -179,9 +233,45 @@ export class ChatService {
       actor.send({ type: 'turn.withdrawn', turnId });
       throw err;
     }
-    if (isNew) this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
+    if (isNew) {
+      this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
+      this.live.conversationCreated(orgId, conversation.id, agent.id);
+    }
     this.opts.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: message.id, role: 'visitor' } });
+    this.live.messageCreated(message);
+    this.live.turnStarted(turn.channel, false);
     return turn.channel;
+  }
+
+  /**
+   * A visitor message while a person is asked for or answers: stored without a turn (so start-up
+   * recovery never takes it for a turn cut short), forwarded to the operators, and streamed as
+   * `conversation`, `message`, `done` / `handoff` (API.md "Chat"). Its channel is not registered: it is
+   * complete when handed out, and a resume of it is a 404 (fetch the messages instead).
+   */
+  private async forward(conversation: ConversationRecord, message: MessageRecord, turnId: string, release: Release): Promise<TurnChannel> {
+    release();
+    const channel = new TurnChannel(turnId, conversation.id, conversation.org_id, { maxChars: 64 * 1024 });
+    channel.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
+    await this.opts.store.conversations.appendMessage(message);
+    channel.emit({ type: 'message', message_id: message.id });
+    channel.emit({ type: 'done', finish_reason: 'handoff' });
+    this.opts.bus.publish({ type: 'message.created', org_id: conversation.org_id, data: { conversation_id: conversation.id, message_id: message.id, role: 'visitor' } });
+    this.live.messageCreated(message);
+    return channel;
+  }
+
+  /**
+   * The turns of a conversation that have not ended, running one first, then the queued ones in order
+   * (for a listen-only socket that joins while they run). Empty when its actor is not loaded.
+   */
+  pendingTurns(conversationId: string): TurnChannel[] {
+    const context = this.supervisor.peek(conversationId)?.getSnapshot().context;
+    if (context === undefined) return [];
+    const out: TurnChannel[] = [];
+    if (context.active !== null) out.push((context.active as unknown as Turn).channel);
+    for (const t of context.queue) out.push((t as unknown as Turn).channel);
+    return out;
   }
 
   /**
@@ -192,6 +282,18 @@ export class ChatService {
   replay(orgId: string, conversationId: string, turnId: string): TurnChannel {
     const channel = this.turns.channel(turnId);
     if (!channel || channel.orgId !== orgId || channel.conversationId !== conversationId || !channel.isReplayable) {
+      throw new AppError('not_found', 'No such turn, or its events are no longer kept; fetch the conversation messages instead.');
+    }
+    return channel;
+  }
+
+  /**
+   * The channel of a running or recently finished turn of `orgId` (any conversation), for a socket's
+   * `resume` frame. Throws AppError `not_found` like `replay`.
+   */
+  turnChannel(orgId: string, turnId: string): TurnChannel {
+    const channel = this.turns.channel(turnId);
+    if (!channel || channel.orgId !== orgId || !channel.isReplayable) {
       throw new AppError('not_found', 'No such turn, or its events are no longer kept; fetch the conversation messages instead.');
     }
     return channel;
@@ -225,4 +327,10 @@ export class ChatService {
   get isDraining(): boolean {
     return this.draining;
   }
+}
+
+/** True when `token` is the visitor token of `conversation` (SHA-256 compared in constant time). */
+export function visitorTokenMatches(conversation: ConversationRecord, token: string | undefined): boolean {
+  if (conversation.visitor_token_hash === null || token === undefined || !isOpaqueToken(token, 'vt')) return false;
+  return digestsEqual(hashOpaqueToken(token), conversation.visitor_token_hash);
 }

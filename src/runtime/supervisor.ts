@@ -68,6 +68,17 @@ export class Supervisor {
     return this.spawn(seed);
   }
 
+  /**
+   * Stops and forgets the live actor of a conversation (its state and the store's disagree: a status
+   * write failed); the next `acquire` rehydrates it from the store. Its running turn, if any, is aborted.
+   */
+  evict(conversationId: string): void {
+    const actor = this.actors.get(conversationId);
+    if (actor === undefined) return;
+    this.actors.delete(conversationId);
+    actor.stop();
+  }
+
   /** The live actor, if loaded. */
   peek(conversationId: string): ConversationActor | undefined {
     return this.actors.get(conversationId);

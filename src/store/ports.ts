@@ -104,6 +104,8 @@ export interface RefreshTokensPort {
    * the hash is unknown or the family was already revoked.
    */
   revokeFamilyOf(tokenHash: string, reason: string, at: string): Promise<boolean>;
+  /** The id of the family of the token whose hash is `tokenHash` (spent or live), or undefined when unknown. */
+  familyIdOf(tokenHash: string): Promise<string | undefined>;
   /** Revokes every live family of the person (e.g. after a password change); how many. */
   revokeAllOf(userId: string, reason: string, at: string): Promise<number>;
   /** The family with this id, or undefined. */
@@ -148,6 +150,23 @@ export interface AgentsPort {
   update(orgId: string, id: string, patch: AgentPatch, at: string): Promise<AgentRecord | undefined>;
   /** False when `orgId` has no such agent. */
   delete(orgId: string, id: string): Promise<boolean>;
+  /**
+   * The published agent whose public key is `publicKey`, in whatever organization (a public key names one
+   * agent across the whole store: API.md "Credentials"), or undefined.
+   */
+  findByPublicKey(publicKey: string): Promise<AgentRecord | undefined>;
+  /**
+   * Publishes (`publicKey` a new `pk_...`) or unpublishes (`null`) the agent: sets `public_key`,
+   * `published` and `updated_at` in one write. The updated record, or undefined when `orgId` has no
+   * such agent.
+   */
+  setPublicKey(orgId: string, id: string, publicKey: string | null, at: string): Promise<AgentRecord | undefined>;
+  /**
+   * The organization of agent `id`, whichever it is, or undefined. Only for resolving the organization
+   * of a WebSocket opened with a person's token (API.md "Credentials": on a socket the organization comes
+   * from the agent); every other read is scoped.
+   */
+  orgOf(id: string): Promise<string | undefined>;
 }
 
 export interface KnowledgePort {
@@ -200,7 +219,20 @@ export interface ConversationsPort {
    * of the organization (the filter does not narrow that); otherwise AppError `validation_failed`.
    */
   list(orgId: string, filter: ConversationListFilter, page: PageRequest): Promise<Page<ConversationRecord>>;
+  /** Sets the status and `updated_at` (durable when the promise resolves; a write of the writer thread). */
   setStatus(id: string, status: ConversationStatus, at: string): Promise<void>;
+  /**
+   * The organization of conversation `id`, whichever it is, or undefined (see AgentsPort.orgOf: only for
+   * the WebSocket of a conversation opened with a person's token).
+   */
+  orgOf(id: string): Promise<string | undefined>;
+  /**
+   * Takes visitor message `messageId` out of its turn (`turn_id` = null), so start-up recovery
+   * (failInterruptedTurns) never counts it as a turn cut short: for a message that was queued for the
+   * agent when a person took the conversation over, and was forwarded to them instead. A write of the
+   * writer thread; resolves once durable (also when there is no such message).
+   */
+  detachFromTurn(messageId: string): Promise<void>;
   /**
    * Appends a message (durable when the promise resolves) and touches the conversation. Rejects when the
    * conversation does not exist (a message always references its conversation).

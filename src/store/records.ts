@@ -140,6 +140,11 @@ export interface SocketTicketRecord {
   ticket_hash: string;
   user_id: string;
   org_id: string;
+  /**
+   * The sign-in (refresh-token family id) whose access token asked for the ticket, or null: a socket opened
+   * with the ticket is closed when that sign-in ends (logout, refresh-token reuse).
+   */
+  session_id: string | null;
   created_at: string;
   expires_at: string;
   used_at: string | null;
@@ -157,12 +162,18 @@ export interface AgentRecord {
   tools: string[];
   safety: SafetySettings;
   published: boolean;
+  /** `pk_...` while published (unique across organizations), else null. */
   public_key: string | null;
+  /**
+   * Origins a published agent may be used from (API.md "WebSockets": CORS and the socket Origin check):
+   * `["*"]` (any, the default) or exact origins such as `https://shop.example`.
+   */
+  allowed_origins: string[];
   created_at: string;
   updated_at: string;
 }
 
-export type AgentPatch = Partial<Pick<AgentRecord, 'name' | 'description' | 'instructions' | 'model' | 'knowledge_base_ids' | 'tools' | 'safety'>>;
+export type AgentPatch = Partial<Pick<AgentRecord, 'name' | 'description' | 'instructions' | 'model' | 'knowledge_base_ids' | 'tools' | 'safety' | 'allowed_origins'>>;
 
 export interface KnowledgeBaseRecord {
   id: string;
@@ -192,6 +203,11 @@ export interface ConversationRecord {
   agent_id: string;
   status: ConversationStatus;
   metadata: Record<string, unknown>;
+  /**
+   * SHA-256 hex of the visitor token (`vt_...`) of a conversation started through a public key; null for
+   * conversations started with an API key or a person's token. Never shown by the API.
+   */
+  visitor_token_hash: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -39,7 +39,7 @@ function agent(id: string, org = ORG_A, name = `Agent ${id}`): AgentRecord {
   return {
     id, org_id: org, name, description: 'd', instructions: 'be brief', model: { provider: 'builtin', name: 'extractive' },
     knowledge_base_ids: ['kb_1'], tools: ['search_knowledge'], safety: { blocked_phrases: ['secret plan'], redact_pii: true, blocked_message: 'Sorry.' },
-    published: false, public_key: null, created_at: T0, updated_at: T0,
+    published: false, public_key: null, allowed_origins: ['*'], created_at: T0, updated_at: T0,
   };
 }
 
@@ -55,7 +55,7 @@ function doc(id: string, kb: string, org = ORG_A, created_at = T0, title = `Titl
 }
 
 function conversation(id: string, org = ORG_A, agentId = 'agt_1', status: ConversationRecord['status'] = 'active'): ConversationRecord {
-  return { id, org_id: org, agent_id: agentId, status, metadata: { source: 'test' }, created_at: T0, updated_at: T0 };
+  return { id, org_id: org, agent_id: agentId, status, metadata: { source: 'test' }, visitor_token_hash: null, created_at: T0, updated_at: T0 };
 }
 
 function message(id: string, conv: string, role: MessageRecord['role'], turn: string | null, content: string, extra: Partial<MessageRecord> = {}): MessageRecord {
@@ -91,7 +91,7 @@ function signingKey(kid: string, created_at = T0): SigningKeyRecord {
 }
 
 function ticket(hash: string, expires = T2, userId = 'usr_1'): SocketTicketRecord {
-  return { ticket_hash: hash, user_id: userId, org_id: ORG_A, created_at: T0, expires_at: expires, used_at: null };
+  return { ticket_hash: hash, user_id: userId, org_id: ORG_A, session_id: null, created_at: T0, expires_at: expires, used_at: null };
 }
 
 /** What an unknown cursor rejects with (ports.ts "Lists"). */
@@ -345,6 +345,14 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
       });
       const next = (hash: string, expires = T4, created = T1) => ({ token_hash: hash, created_at: created, expires_at: expires });
 
+      it('familyIdOf names the family of a live or spent token, undefined for an unknown one', async () => {
+        expect(await store.refreshTokens.familyIdOf('rt-1')).toBe('fam_1');
+        await store.refreshTokens.rotate('rt-1', next('rt-2'), T1);
+        expect(await store.refreshTokens.familyIdOf('rt-1')).toBe('fam_1');
+        expect(await store.refreshTokens.familyIdOf('rt-2')).toBe('fam_1');
+        expect(await store.refreshTokens.familyIdOf('rt-missing')).toBeUndefined();
+      });
+
       it('rotates a live token: it is spent, the next one is live, the family is returned', async () => {
         expect(await store.refreshTokens.rotate('rt-1', next('rt-2'), T1)).toEqual({
           status: 'rotated', family: family('fam_1'), token: { token_hash: 'rt-2', family_id: 'fam_1', created_at: T1, expires_at: T4, used_at: null },
@@ -457,6 +465,11 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(results.filter((r) => r !== undefined).map((r) => r.ticket_hash)).toEqual(['wst-1']);
       });
 
+      it('keeps the sign-in a ticket was issued under', async () => {
+        await store.socketTickets.create({ ...ticket('wst-s', T2), session_id: 'fam_7' });
+        expect(await store.socketTickets.consume('wst-s', T1)).toEqual({ ...ticket('wst-s', T2), session_id: 'fam_7', used_at: T1 });
+      });
+
       it('prune deletes expired tickets only', async () => {
         await store.socketTickets.create(ticket('wst-2', T4));
         expect(await store.socketTickets.prune(T3)).toBe(1);
@@ -511,6 +524,33 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.agents.update(ORG_A, 'agt_missing', { name: 'x' }, T2)).toBeUndefined();
         expect(await store.agents.update(ORG_B, 'agt_1', { name: 'x' }, T2)).toBeUndefined();
         expect((await store.agents.get(ORG_A, 'agt_1'))?.name).toBe('Renamed');
+      });
+
+      it('keeps allowed_origins and patches them like any field', async () => {
+        await store.agents.create({ ...agent('agt_1'), allowed_origins: ['https://shop.example', 'http://localhost:3000'] });
+        expect((await store.agents.get(ORG_A, 'agt_1'))?.allowed_origins).toEqual(['https://shop.example', 'http://localhost:3000']);
+        expect((await store.agents.update(ORG_A, 'agt_1', { allowed_origins: ['*'] }, T2))?.allowed_origins).toEqual(['*']);
+        expect((await store.agents.get(ORG_A, 'agt_1'))?.allowed_origins).toEqual(['*']);
+      });
+
+      it('publishes and unpublishes: the public key finds the agent in any organization until it is unpublished', async () => {
+        await store.agents.create(agent('agt_1'));
+        await store.agents.create(agent('agt_9', ORG_B));
+        const published = await store.agents.setPublicKey(ORG_B, 'agt_9', 'pk_nine', T2);
+        expect(published).toEqual({ ...agent('agt_9', ORG_B), published: true, public_key: 'pk_nine', updated_at: T2 });
+        expect(await store.agents.findByPublicKey('pk_nine')).toEqual(published);
+        expect(await store.agents.findByPublicKey('pk_missing')).toBeUndefined();
+        expect(await store.agents.setPublicKey(ORG_A, 'agt_9', 'pk_other', T2)).toBeUndefined();
+        expect(await store.agents.setPublicKey(ORG_B, 'agt_9', null, T3)).toEqual({ ...agent('agt_9', ORG_B), published: false, public_key: null, updated_at: T3 });
+        expect(await store.agents.findByPublicKey('pk_nine')).toBeUndefined();
+      });
+
+      it('orgOf names the organization of any agent, undefined for an unknown one', async () => {
+        await store.agents.create(agent('agt_1'));
+        await store.agents.create(agent('agt_9', ORG_B));
+        expect(await store.agents.orgOf('agt_9')).toBe(ORG_B);
+        expect(await store.agents.orgOf('agt_1')).toBe(ORG_A);
+        expect(await store.agents.orgOf('agt_missing')).toBeUndefined();
       });
 
       it('deletes once: the second delete and a foreign delete are false', async () => {
@@ -728,6 +768,19 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.conversations.get(ORG_A, 'conv_3')).toBeUndefined();
       });
 
+      it('keeps the visitor token hash of a public conversation (start and create alike)', async () => {
+        await store.conversations.start({ ...conversation('conv_1'), visitor_token_hash: 'vth-1' }, message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'));
+        await store.conversations.create({ ...conversation('conv_2'), visitor_token_hash: 'vth-2' });
+        expect((await store.conversations.get(ORG_A, 'conv_1'))?.visitor_token_hash).toBe('vth-1');
+        expect((await store.conversations.get(ORG_A, 'conv_2'))?.visitor_token_hash).toBe('vth-2');
+      });
+
+      it('orgOf names the organization of any conversation, undefined for an unknown one', async () => {
+        await store.conversations.create(conversation('conv_9', ORG_B));
+        expect(await store.conversations.orgOf('conv_9')).toBe(ORG_B);
+        expect(await store.conversations.orgOf('conv_missing')).toBeUndefined();
+      });
+
       it('setStatus changes the status and updated_at', async () => {
         await store.conversations.create(conversation('conv_1'));
         await store.conversations.setStatus('conv_1', 'handed_off', T3);
@@ -815,6 +868,17 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         });
         expect((await store.conversations.listMessages(ORG_B, 'conv_2', { limit: 20 })).data.map((m) => [m.role, m.status, m.turn_id]))
           .toEqual([['visitor', 'completed', 'turn_2'], ['agent', 'failed', 'turn_2']]);
+      });
+
+      it('a visitor message taken out of its turn (forwarded to people) is not an interrupted turn', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'queued when a person took over'));
+        await store.conversations.appendMessage(message('msg_2', 'conv_1', 'agent', 'turn_2', 'not a visitor message'));
+        await store.conversations.detachFromTurn('msg_1');
+        await store.conversations.detachFromTurn('msg_2');
+        await store.conversations.detachFromTurn('msg_missing');
+        expect((await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 5 })).data.map((m) => [m.id, m.turn_id])).toEqual([['msg_1', null], ['msg_2', 'turn_2']]);
+        expect(await store.conversations.failInterruptedTurns(interrupted, T3)).toEqual([]);
       });
 
       it('finds nothing the second time, nor in an empty store', async () => {

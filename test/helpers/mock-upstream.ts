@@ -14,7 +14,8 @@
  *   default TTFT, then one per shared tick), so one mock can serve streams of several lengths;
  * - `mock-deltas-<n>-ttft-<ms>`: the same with the first delta after <ms> ms instead of the default TTFT;
  * - `mock-big-<n>x<size>`: `n` content deltas of `size` characters each (`<i>:` then `x`s), written as fast
- *   as the socket takes them, for backpressure tests;
+ *   as the socket takes them, for backpressure tests; `mock-big-<n>x<size>-every-<ms>`: the same, one delta every
+ *   `<ms>` ms (a steady flow a reading client keeps up with);
  * - `mock-secret`: a reply holding an e-mail address and a card number; `mock-length`: two deltas,
  *   finish `length`; `mock-history`: one delta with the JSON of the `{role, content}` it received.
  *
@@ -97,7 +98,7 @@ type Plan =
   | { kind: 'error' }
   | { kind: 'hang' }
   | { kind: 'paced'; total: number; ttftMs: number }
-  | { kind: 'fixed'; deltas: PlannedDelta[]; finish: string; ttftMs: number; cutAfter?: number };
+  | { kind: 'fixed'; deltas: PlannedDelta[]; finish: string; ttftMs: number; cutAfter?: number; everyMs?: number };
 
 /** A stream paced by the shared ticker. */
 interface PacedStream {
@@ -251,6 +252,22 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
     if (plan.ttftMs > 0) res.flushHeaders();
     later(plan.ttftMs, () => {
       if (res.destroyed) return;
+      if (plan.everyMs !== undefined) {
+        // One delta per tick, then the end of the stream.
+        let i = 0;
+        const tick = () => {
+          if (res.destroyed) return;
+          const d = plan.deltas[i]!;
+          const delta: Record<string, unknown> = 'content' in d ? { content: d.content } : { content: null, tool_calls: [d.tool] };
+          if (i === 0) delta.role = 'assistant';
+          res.write(chunkLine(id, model, delta, null));
+          i++;
+          if (i < plan.deltas.length) later(plan.everyMs!, tick);
+          else endStream(res, id, model, plan.finish, body.stream_options?.include_usage === true ? usage : undefined);
+        };
+        tick();
+        return;
+      }
       let first = true;
       for (const [i, d] of plan.deltas.entries()) {
         const delta: Record<string, unknown> =
@@ -431,11 +448,11 @@ function planFor(body: RecordedChatBody, cfg: { pacedDeltas: number | undefined;
       return { kind: 'fixed', deltas, finish: 'tool_calls', ttftMs: 0 };
     }
   }
-  const big = /^mock-big-(\d+)x(\d+)$/.exec(model);
+  const big = /^mock-big-(\d+)x(\d+)(?:-every-(\d+))?$/.exec(model);
   if (big) {
     const size = Number(big[2]);
     const deltas = Array.from({ length: Number(big[1]) }, (_, i) => ({ content: `${i}:`.padEnd(size, 'x') }));
-    return { kind: 'fixed', deltas, finish: 'stop', ttftMs: cfg.defaultTtft };
+    return { kind: 'fixed', deltas, finish: 'stop', ttftMs: cfg.defaultTtft, ...(big[3] === undefined ? {} : { everyMs: Number(big[3]) }) };
   }
   const sized = /^mock-deltas-(\d+)(?:-ttft-(\d+))?$/.exec(model);
   if (sized) return { kind: 'paced', total: Number(sized[1]), ttftMs: sized[2] !== undefined ? Number(sized[2]) : cfg.defaultTtft };

@@ -14,6 +14,9 @@ let srv: TestServer;
 const ids: Record<string, string> = {};
 /** Authorization and X-Org-Id of a signed-in owner, for the routes an API key may not call. */
 let personHeaders: Record<string, string> = {};
+/** The public conversation's ids, used on /v1/public/ paths, and its visitor token. */
+const publicIds: Record<string, string> = {};
+let visitorHeaders: Record<string, string> = {};
 
 beforeAll(async () => {
   srv = await startTestServer();
@@ -31,6 +34,17 @@ beforeAll(async () => {
   personHeaders = owner.headers;
   ids.key_id = (await (await srv.api('/v1/api-keys', { headers: owner.headers, body: { name: 'protocol key' } })).json() as { id: string }).id;
   ids.user_id = owner.userId;
+  // The public twins: a published agent and a visitor's conversation, read with its visitor token.
+  const published = await (await srv.api(`/v1/agents/${agent.id}/publish`, { body: {} })).json() as { public_key: string };
+  const visitor = await readSse(`${srv.url}/v1/public/agents/${published.public_key}/chat`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message: 'Heads from outside?', stream: true }),
+  });
+  const opened = visitor.events[0]!.data as unknown as { conversation_id: string; turn_id: string; visitor_token: string };
+  ids.public_key = published.public_key;
+  publicIds.conversation_id = opened.conversation_id;
+  publicIds.turn_id = opened.turn_id;
+  visitorHeaders = { 'x-visitor-token': opened.visitor_token };
 });
 afterAll(async () => { await srv?.close(); });
 
@@ -59,13 +73,15 @@ describe('HEAD works wherever GET does', () => {
     const getPaths = Object.entries(openapi.paths).filter(([, ops]) => 'get' in ops).map(([p]) => p);
     expect(getPaths.length).toBeGreaterThanOrEqual(14);
     for (const template of getPaths) {
+      const isPublic = template.startsWith('/v1/public/');
       const path = template.replace(/\{(\w+)\}/g, (_m, name: string) => {
-        expect(ids[name], `no id for {${name}}`).toBeDefined();
-        return ids[name]!;
+        const id = (isPublic ? publicIds[name] : undefined) ?? ids[name];
+        expect(id, `no id for {${name}}`).toBeDefined();
+        return id!;
       }) + (template.endsWith('/search') ? '?q=heads' : '');
       // Routes an API key may not call (people and keys management) are called as a signed-in owner.
       const security = openapi.paths[template]!.get!.security ?? [];
-      const headers = security.length === 0 || security.some((s) => 'apiKey' in s) ? undefined : personHeaders;
+      const headers = isPublic ? visitorHeaders : security.length === 0 || security.some((s) => 'apiKey' in s) ? undefined : personHeaders;
       const get = await call('GET', path, headers);
       const head = await call('HEAD', path, headers);
       expect(get.status, `GET ${path}: ${get.body.toString().slice(0, 200)}`).toBe(200);

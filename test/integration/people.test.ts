@@ -126,7 +126,10 @@ describe('socket tickets', () => {
     expect(body.ticket).toMatch(/^wst_[A-Za-z0-9_-]{43}$/);
     expect(body.expires_in).toBe(60);
     const principal = await srv.parley.services.access.consumeTicket(body.ticket);
-    expect(principal).toEqual({ kind: 'person', orgId: srv.orgId, userId: p.userId, role: 'operator', credentialId: 'ticket' });
+    // The ticket keeps the sign-in it was asked for under (the access token's sid: logout closes its sockets).
+    const sid = (JSON.parse(Buffer.from(p.session.access_token.split('.')[1]!, 'base64url').toString('utf8')) as { sid: string }).sid;
+    expect(sid).toMatch(/^rtf_/);
+    expect(principal).toEqual({ kind: 'person', orgId: srv.orgId, userId: p.userId, role: 'operator', credentialId: 'ticket', sessionId: sid });
     await expect(srv.parley.services.access.consumeTicket(body.ticket)).rejects.toMatchObject({ code: 'invalid_token' });
     await expect(srv.parley.services.access.consumeTicket('wst_nope')).rejects.toMatchObject({ code: 'invalid_token' });
     // Only the hash is stored.

@@ -77,7 +77,7 @@ describe('sqlite: migrations', () => {
     v1.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(3);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(4);
     expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(s.db.pragma('foreign_key_check')).toEqual([]);
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
@@ -125,17 +125,36 @@ describe('sqlite: migrations', () => {
     v2.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(3);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(4);
     expect(await s.apiKeys.findByHash('h1')).toEqual({ id: 'key_1', org_id: 'org_A', name: 'old', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
     expect(await s.memberships.organizationsOf('usr_1')).toEqual([]);
     expect(await s.signingKeys.active()).toBeUndefined();
+  });
+
+  it('migrates a version-3 directory: agents allow every origin, conversations have no visitor token, tickets no sign-in', async () => {
+    const dir = tempDir();
+    const v3 = version1(dir);
+    v3.pragma('foreign_keys = OFF');
+    v3.exec(MIGRATIONS[1]!);
+    v3.exec(MIGRATIONS[2]!);
+    v3.pragma('user_version = 3');
+    v3.prepare(`INSERT INTO agents (id, org_id, name, description, instructions, model_provider, model_name, knowledge_base_ids, tools, safety, published, public_key, created_at, updated_at)
+      VALUES ('agt_1', 'org_A', 'Old', '', '', 'builtin', 'builtin', '[]', '[]', '{"blocked_phrases":[],"redact_pii":true,"blocked_message":"No."}', 0, NULL, ?, ?)`).run(T0, T0);
+    v3.prepare(`INSERT INTO conversations VALUES ('conv_1', 'org_A', 'agt_1', 'active', '{}', ?, ?)`).run(T0, T0);
+    v3.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(4);
+    expect((await s.agents.get('org_A', 'agt_1'))?.allowed_origins).toEqual(['*']);
+    expect((await s.conversations.get('org_A', 'conv_1'))?.visitor_token_hash).toBeNull();
+    expect(s.db.prepare(`SELECT name FROM pragma_table_info('socket_tickets') WHERE name = 'session_id'`).all()).toEqual([{ name: 'session_id' }]);
   });
 
   it('opens an up-to-date directory again without migrating', () => {
     const dir = tempDir();
     store(dir).db.close();
     const again = store(dir);
-    expect(again.db.pragma('user_version', { simple: true })).toBe(3);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(4);
     expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 });
@@ -146,7 +165,7 @@ describe('sqlite: group commit', () => {
     closers.push(() => db.close());
     const commits = new GroupCommit(db);
     const conv = (id: string) => () => {
-      db.prepare(`INSERT INTO conversations VALUES (?, 'org_A', 'agt_1', 'active', '{}', ?, ?)`).run(id, T0, T0);
+      db.prepare(`INSERT INTO conversations (id, org_id, agent_id, status, metadata, created_at, updated_at) VALUES (?, 'org_A', 'agt_1', 'active', '{}', ?, ?)`).run(id, T0, T0);
       return id;
     };
     const ids = () => db.prepare('SELECT id FROM conversations ORDER BY id').all().map((r) => (r as { id: string }).id);

@@ -98,9 +98,17 @@ describe('access tokens: verification', () => {
     const { tokens, c, key } = await setup();
     const { token } = await tokens.issue('usr_1');
     c.set(T + 899_999);
-    expect(await tokens.verify(token)).toEqual({ userId: 'usr_1', tokenId: decodeJwt(token).jti, kid: key.kid, expiresAt: 1_700_000_900 });
+    expect(await tokens.verify(token)).toEqual({ userId: 'usr_1', tokenId: decodeJwt(token).jti, sessionId: null, kid: key.kid, expiresAt: 1_700_000_900 });
     c.set(T + 900_000);
     await expect(tokens.verify(token)).rejects.toMatchObject({ code: 'expired_token', status: 401 });
+  });
+
+  it('carries the sign-in as the sid claim when issued for one, and gives it back on verification', async () => {
+    const { tokens, key } = await setup();
+    const { token, claims } = await tokens.issue('usr_1', 'rtf_family1');
+    expect(claims.sid).toBe('rtf_family1');
+    expect(decodeJwt(token).sid).toBe('rtf_family1');
+    expect(await tokens.verify(token)).toEqual({ userId: 'usr_1', tokenId: decodeJwt(token).jti, sessionId: 'rtf_family1', kid: key.kid, expiresAt: 1_700_000_900 });
   });
 
   it('says expired_token for an unseen token past exp too (no cache involved)', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createBuiltinModel } from '../../src/models/builtin/builtin-model.js';
+import { asksForPerson, createBuiltinModel, HANDOFF_ANSWER } from '../../src/models/builtin/builtin-model.js';
 import type { ModelMessage, ModelPart, ModelTurnInput, Passage } from '../../src/models/port.js';
 
 function passage(chunk_id: string, title: string, heading: string, text: string): Passage {
@@ -120,7 +120,7 @@ describe('builtin model', () => {
     expect(deltas.join('')).toBe(text);
   });
 
-  it('yields text deltas, then usage, then finish; never tool calls', async () => {
+  it('yields text deltas, then usage, then finish; no tool call for a question', async () => {
     const turn = input('How do readable streams work?', {
       tools: [{ name: 'handoff', description: 'Hand off to a human', parameters: { type: 'object' } }],
     });
@@ -190,3 +190,41 @@ describe('builtin model', () => {
     expect(ticks).toBeGreaterThan(0);
   });
 });
+
+describe('builtin model: asking for a person', () => {
+  const HANDOFF_TOOL = { name: 'handoff_to_human', description: 'Hand off to a person', parameters: { type: 'object' } };
+
+  it.each([
+    'Can I talk to a human?', 'I want to speak with someone', 'connect me to an operator', 'Please transfer me to a representative',
+    'put me through to a real person', 'I need to talk to someone', 'human', 'operator please', 'A real person!', 'I want a human',
+  ])('%j asks for a person', (text) => {
+    expect(asksForPerson(text)).toBe(true);
+  });
+
+  it.each([
+    'How do I stream a reply?', 'I need an agent that answers questions', 'How do people sign in?', 'I want a human-readable format',
+    'How do I talk to the agent over a socket?', 'What does the operator role allow?',
+  ])('%j does not', (text) => {
+    expect(asksForPerson(text)).toBe(false);
+  });
+
+  it('says HANDOFF_ANSWER, then calls handoff_to_human and finishes with tool_calls, when the agent offers the tool', async () => {
+    const { parts, text } = await collect(input('Can I talk to a human, please?', { tools: [HANDOFF_TOOL] }));
+    expect(text).toBe(HANDOFF_ANSWER);
+    const tail = parts.filter((p) => p.type !== 'text-delta');
+    expect(tail.map((p) => p.type)).toEqual(['tool-call', 'usage', 'finish']);
+    const call = tail[0];
+    if (call?.type !== 'tool-call') throw new Error('no tool call');
+    expect(call.call.name).toBe('handoff_to_human');
+    expect(JSON.parse(call.call.arguments)).toEqual({ reason: 'The visitor asked for a person.' });
+    expect(call.call.id).toMatch(/^call_[0-9a-f]{16}$/);
+    expect(finish(parts)).toEqual({ type: 'finish', reason: 'tool_calls', passagesUsed: [] });
+  });
+
+  it('answers from the knowledge base as usual when the tool is not offered', async () => {
+    const { parts } = await collect(input('Can I talk to a human, please?'));
+    expect(parts.map((p) => p.type)).not.toContain('tool-call');
+    expect(finish(parts).reason).toBe('stop');
+  });
+});
+

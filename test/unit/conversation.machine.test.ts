@@ -301,3 +301,130 @@ describe('conversation machine: cancel', () => {
     expect(c.turns.commands).toEqual([]);
   });
 });
+
+describe('conversation machine: handoff (API.md "Conversations and handoff")', () => {
+  const status = (c: ReturnType<typeof start>) => c.snap().context.status;
+
+  it('active -> pending_handoff -> handed_off -> active, each refused when it would change nothing', () => {
+    const c = start();
+    expect(c.snap().can({ type: 'handoff.resolve' })).toBe(false);
+    c.send({ type: 'handoff.request', by: 'api' });
+    expect(status(c)).toBe('pending_handoff');
+    expect(c.snap().value).toBe('idle');
+    expect(c.snap().can({ type: 'handoff.request', by: 'visitor' })).toBe(false);
+    c.send({ type: 'handoff.takeover' });
+    expect(status(c)).toBe('handed_off');
+    expect(c.snap().can({ type: 'handoff.takeover' })).toBe(false);
+    c.send({ type: 'handoff.resolve' });
+    expect(status(c)).toBe('active');
+  });
+
+  it('an operator may take over an active conversation, and resolve a pending one without taking over', () => {
+    const c = start();
+    c.send({ type: 'handoff.takeover' });
+    expect(status(c)).toBe('handed_off');
+    c.send({ type: 'handoff.resolve' });
+    c.send({ type: 'handoff.request', by: 'visitor' });
+    expect(status(c)).toBe('pending_handoff');
+    c.send({ type: 'handoff.resolve' });
+    expect(status(c)).toBe('active');
+  });
+
+  it('takes no turn while pending or handed off (the runtime forwards the message instead)', () => {
+    const c = start();
+    c.send({ type: 'handoff.request', by: 'api' });
+    expect(c.snap().can({ type: 'turn.requested', turn: c.handle('t1') })).toBe(false);
+    c.send({ type: 'handoff.takeover' });
+    expect(c.snap().can({ type: 'turn.requested', turn: c.handle('t1') })).toBe(false);
+    c.request('t1');
+    expect(c.turns.started).toEqual([]);
+    c.send({ type: 'handoff.resolve' });
+    c.request('t2');
+    expect(c.turns.started).toEqual(['t2']);
+  });
+
+  it('a request while a turn runs stops it with reason handoff and drops the queue; the machine idles when it ends', async () => {
+    const c = start({ maxQueued: 3 });
+    c.request('t1');
+    c.request('t2');
+    c.request('t3');
+    c.send({ type: 'handoff.request', by: 'visitor' });
+    expect(status(c)).toBe('pending_handoff');
+    expect(queueIds(c)).toEqual([]);
+    expect(c.turns.commands).toEqual(['cancel t1']);
+    await c.finish('t1');
+    expect(c.snap().value).toBe('idle');
+    expect(c.turns.started).toEqual(['t1']);
+  });
+
+  it('the cancel carries the reason: client, handoff or closed', () => {
+    const reasons: string[] = [];
+    const logic = conversationMachine.provide({
+      actors: {
+        turn: fromCallback<TurnCommand, TurnInput>(({ receive }) => { receive((cmd) => reasons.push(cmd.reason)); }) as unknown as AnyActorLogic,
+      } as never,
+    });
+    const actor = createActor(logic, { input: BASE_INPUT }).start();
+    actor.send({ type: 'turn.requested', turn: { id: 't1' } });
+    actor.send({ type: 'turn.cancel' });
+    actor.send({ type: 'handoff.takeover' });
+    actor.send({ type: 'conversation.close' });
+    expect(reasons).toEqual(['client', 'handoff', 'closed']);
+    actor.stop();
+  });
+
+  it("the agent's own handoff tool does not stop its turn, which then ends by itself", async () => {
+    const c = start();
+    c.request('t1');
+    c.request('t2');
+    c.send({ type: 'handoff.request', by: 'agent', turnId: 't1' });
+    expect(status(c)).toBe('pending_handoff');
+    expect(c.turns.commands).toEqual([]);
+    expect(queueIds(c)).toEqual([]);
+    await c.finish('t1');
+    expect(c.snap().value).toBe('idle');
+  });
+
+  it('a takeover while pending does not stop the running turn twice', () => {
+    const c = start();
+    c.request('t1');
+    c.send({ type: 'handoff.request', by: 'api' });
+    c.send({ type: 'handoff.takeover' });
+    expect(status(c)).toBe('handed_off');
+    expect(c.turns.commands).toEqual(['cancel t1']);
+  });
+
+  it('a conversation rehydrated in handoff stays there', () => {
+    expect(start({ status: 'pending_handoff' }).snap().context.status).toBe('pending_handoff');
+    const c = start({ status: 'handed_off' });
+    expect(c.snap().value).toBe('idle');
+    expect(c.snap().can({ type: 'turn.requested', turn: c.handle('t1') })).toBe(false);
+  });
+});
+
+describe('conversation machine: closing from any status', () => {
+  it.each(['active', 'pending_handoff', 'handed_off'] as const)('closes from %s; every later change, another close too, is refused', (from) => {
+    const c = start({ status: from });
+    c.send({ type: 'conversation.close' });
+    expect(c.snap().value).toBe('closed');
+    expect(c.snap().context.status).toBe('closed');
+    for (const e of [{ type: 'handoff.request', by: 'api' }, { type: 'handoff.takeover' }, { type: 'handoff.resolve' }, { type: 'conversation.close' }] as const) {
+      expect(c.snap().can(e)).toBe(false);
+    }
+  });
+
+  it('a close while a turn runs stops it (reason closed), drops the queue, and the machine is closed once the turn ended', async () => {
+    const c = start({ maxQueued: 2 });
+    c.request('t1');
+    c.request('t2');
+    c.send({ type: 'conversation.close' });
+    expect(c.snap().value).toBe('answering');
+    expect(c.snap().context.status).toBe('closed');
+    expect(queueIds(c)).toEqual([]);
+    expect(c.turns.commands).toEqual(['cancel t1']);
+    expect(c.snap().can({ type: 'turn.requested', turn: c.handle('t3') })).toBe(false);
+    c.turns.succeed('t1');
+    await waitFor(c.actor, (s) => s.value === 'closed', { timeout: 2_000 });
+    expect(c.turns.started).toEqual(['t1']);
+  });
+});

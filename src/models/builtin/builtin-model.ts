@@ -4,6 +4,7 @@
  * followed by a `[n]` citation marker, and streams the answer word by word. It needs no network and no
  * key, so the service runs and the tests pass without an upstream.
  */
+import { createHash } from 'node:crypto';
 import type { ModelMessage, ModelPart, ModelProvider, ModelTurnInput, Passage } from '../port.js';
 import { splitSentences } from '../../text/sentences.js';
 import { STOPWORDS } from '../../text/stopwords.js';
@@ -31,6 +32,37 @@ export const GREETING_ANSWER = 'Hello! Ask me a question and I will look it up i
 
 /** Reply to thanks that carries no question. */
 export const THANKS_ANSWER = "You're welcome! Is there anything else I can help you with?";
+
+/**
+ * What the builtin model says when it hands the conversation to a person (then it calls the
+ * `handoff_to_human` tool). Other code and tests rely on it verbatim.
+ */
+export const HANDOFF_ANSWER = "I'll connect you with a person from our team. They will answer here shortly.";
+
+/** The tool the builtin model calls when the visitor asks for a person (src/tools/handoff-to-human.ts). */
+const HANDOFF_TOOL = 'handoff_to_human';
+
+/** Who a visitor may ask for. */
+const PERSON = String.raw`(?:a |an |the |some |your |one of your |real |live |actual )*(?:human|person|people|operator|representative|rep|someone|somebody|staff|support team|team member)s?`;
+
+/**
+ * Rules of "the visitor asks for a person", on the question's text (case-insensitive):
+ * - a verb of contact with a person: `talk to a human`, `speak with someone`, `connect me to an operator`,
+ *   `transfer me to a representative`, `put me through to a person`;
+ * - asking to get one: `I want a human`, `can I get a real person`, `I need to talk to someone`
+ *   (not `agent` here: "I need an agent that..." is about the product);
+ * - the bare request: `human`, `operator please`, `a real person!`.
+ */
+const HANDOFF_RULES: readonly RegExp[] = [
+  new RegExp(String.raw`\b(?:talk|speak|chat|connect|transfer|put)\b(?: me)?(?: back)? (?:to|with|through to) ${PERSON}\b`, 'i'),
+  new RegExp(String.raw`\b(?:want|need|get|see|reach|ask for|request)\b (?:to (?:talk|speak|chat) (?:to|with) )?(?:a |an |the |some |real |live |actual )*(?:human|person|operator|representative|someone|somebody)\b(?![-'])`, 'i'),
+  new RegExp(String.raw`^\s*${PERSON}(?: please)?[\s.!?]*$`, 'i'),
+];
+
+/** True when the visitor's text asks to be handed to a person (HANDOFF_RULES). */
+export function asksForPerson(text: string): boolean {
+  return HANDOFF_RULES.some((r) => r.test(text));
+}
 
 /** At most this many sentences are quoted. */
 const MAX_SENTENCES = 3;
@@ -314,7 +346,10 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
  *   countTokens(answer)} and `finish` {reason: 'stop', passagesUsed: chunk ids of the cited passages, in
  *   passage order}. When `input.maxOutputTokens` is set and the answer is longer, it is cut to whole words
  *   within the cap and finish reason is `length` (passagesUsed then lists only markers still present).
- * - Never calls tools. Deterministic: same input, same parts (history and earlier answers are ignored).
+ * - Hands off: when the agent offers the `handoff_to_human` tool and the question asks for a person
+ *   (`asksForPerson`), it streams HANDOFF_ANSWER, then emits one `tool-call` of `handoff_to_human` with
+ *   `{"reason":"The visitor asked for a person."}` and finishes with reason `tool_calls`. It calls no other
+ *   tool. Deterministic: same input, same parts (history and earlier answers are ignored).
  * - Rejects with `signal.reason` (or an Error named `AbortError`) when `signal` is aborted, checked before
  *   every word, and stops promptly during a word delay.
  *
@@ -327,6 +362,20 @@ export function createBuiltinModel(opts: BuiltinModelOptions = {}): ModelProvide
     name: 'builtin',
     async stream(input: ModelTurnInput, signal: AbortSignal, onPart: (part: ModelPart) => void): Promise<void> {
       if (signal.aborted) throw abortError(signal);
+      const question = lastUserContent(input.messages);
+      if (input.tools.some((t) => t.name === HANDOFF_TOOL) && asksForPerson(question)) {
+        for (const delta of HANDOFF_ANSWER.match(/\S+\s*/g) ?? []) {
+          if (signal.aborted) throw abortError(signal);
+          onPart({ type: 'text-delta', delta });
+          await pause(wordDelayMs, signal);
+        }
+        if (signal.aborted) throw abortError(signal);
+        const [inputTokens, outputTokens] = await Promise.all([tokens.count(input.messages, []), tokens.count([], [HANDOFF_ANSWER])]);
+        onPart({ type: 'tool-call', call: { id: `call_${createHash('sha256').update(question).digest('hex').slice(0, 16)}`, name: HANDOFF_TOOL, arguments: JSON.stringify({ reason: 'The visitor asked for a person.' }) } });
+        onPart({ type: 'usage', usage: { input_tokens: inputTokens, output_tokens: outputTokens } });
+        onPart({ type: 'finish', reason: 'tool_calls', passagesUsed: [] });
+        return;
+      }
       const composed = compose(input);
       let answer = composed.text;
       let reason: 'stop' | 'length' = 'stop';

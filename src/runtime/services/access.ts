@@ -89,7 +89,7 @@ export class AccessService {
     if (rule.roles === null) return { principal: NOBODY, userId: token.userId };
     const orgId = headers['x-org-id']?.trim();
     if (!orgId) throw new AppError('missing_org_id', 'Send the organization as "X-Org-Id: org_..." with a person\'s access token.');
-    const principal = await this.member(orgId, token.userId, token.tokenId);
+    const principal = await this.member(orgId, token.userId, token.tokenId, token.sessionId);
     if (!rule.roles.includes(principal.role)) {
       throw new AppError('forbidden', `The ${principal.role} role cannot do this; it needs ${rule.roles.join(' or ')}.`);
     }
@@ -106,14 +106,39 @@ export class AccessService {
     if (!isOpaqueToken(ticket, 'wst')) throw new AppError('invalid_token', 'The socket ticket is malformed.');
     const rec = await this.store.socketTickets.consume(hashOpaqueToken(ticket), new Date(this.now()).toISOString());
     if (rec === undefined) throw new AppError('invalid_token', 'The socket ticket is unknown, used or expired; ask for a new one.');
-    return this.member(rec.org_id, rec.user_id, 'ticket');
+    return this.member(rec.org_id, rec.user_id, 'ticket', rec.session_id);
+  }
+
+  /**
+   * The caller of a WebSocket upgrade (API.md "WebSockets", "Credentials"), any role of the organization:
+   * - `Authorization: Bearer sk_...` on the upgrade (server clients): the API key's organization;
+   *   a person's access token in that header works too, in the organization `orgOf` names;
+   * - else `?token=`: a socket ticket `wst_...` (its person and organization, single use), or a person's
+   *   access token, in the organization `orgOf` names (the agent's or conversation's, or the inbox's
+   *   `org_id`): undefined there is 404 `not_found` (or what `orgOf` throws);
+   * - an API key anywhere in the query string is refused (401 `invalid_api_key`: keys never go in URLs),
+   *   nothing at all is 401 `missing_credentials`, another token 401 `invalid_token`.
+   * Throws AppError like `authenticate` (401 invalid/expired/revoked, 403 `not_a_member`).
+   */
+  async authenticateSocket(headers: Record<string, string>, query: URLSearchParams, orgOf: () => Promise<string | undefined>): Promise<Principal> {
+    refuseApiKeyInUrl(query);
+    const header = classifyAuthorization(headers.authorization);
+    if (header.kind === 'other') return authenticateApiKey(this.store.apiKeys, header.token, this.now);
+    const token = header.kind === 'jwt' ? header.token : query.get('token') ?? '';
+    if (token === '') throw new AppError('missing_credentials', 'Send ?token=<access token or wst_ ticket>, or Authorization: Bearer <API key> on the upgrade.');
+    if (token.startsWith('wst_')) return this.consumeTicket(token);
+    if (classifyAuthorization(`Bearer ${token}`).kind !== 'jwt') throw new AppError('invalid_token', 'The token is neither an access token nor a socket ticket.');
+    const verified = await this.tokens.verify(token);
+    const orgId = await orgOf();
+    if (orgId === undefined) throw new AppError('not_found', 'No such resource.');
+    return this.member(orgId, verified.userId, verified.tokenId, verified.sessionId);
   }
 
   /** The person's principal in `orgId`; throws 401 `invalid_token` (no such person) or 403 `not_a_member`. */
-  private async member(orgId: string, userId: string, credentialId: string): Promise<PersonPrincipal> {
+  private async member(orgId: string, userId: string, credentialId: string, sessionId: string | null): Promise<PersonPrincipal> {
     const check = await this.store.memberships.check(orgId, userId);
     if (check.status === 'no_user') throw new AppError('invalid_token', 'The person this token was issued to no longer exists.');
     if (check.status === 'not_a_member') throw new AppError('not_a_member', 'You are not a member of this organization.');
-    return { kind: 'person', orgId, userId, role: check.role, credentialId };
+    return { kind: 'person', orgId, userId, role: check.role, credentialId, sessionId };
   }
 }

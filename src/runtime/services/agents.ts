@@ -3,7 +3,9 @@ import { newId } from '../../ids/ids.js';
 import type { ModelRegistry } from '../../models/registry.js';
 import { DEFAULT_SAFETY } from '../../moderation/safety-check.js';
 import type { Store } from '../../store/ports.js';
+import { randomBytes } from 'node:crypto';
 import type { AgentDirectory } from '../agent-directory.js';
+import { publicKeyKey, type LiveHub } from '../live/live-hub.js';
 import type { AgentPatch, AgentRecord, Page, PageRequest } from '../../store/records.js';
 import type { ModelChoice, SafetySettings } from '../../vocabulary/agent.js';
 
@@ -16,6 +18,8 @@ export interface AgentDraft {
   knowledge_base_ids?: string[] | undefined;
   tools?: string[] | undefined;
   safety?: SafetySettings | undefined;
+  /** Origins the published agent may be used from (`["*"]`: any; the default). */
+  allowed_origins?: string[] | undefined;
 }
 
 /**
@@ -23,10 +27,20 @@ export interface AgentDraft {
  * organization is `not_found` (404), never forbidden.
  */
 export class AgentService {
-  constructor(private readonly store: Store, private readonly models: ModelRegistry, private readonly directory?: AgentDirectory) {}
+  constructor(
+    private readonly store: Store,
+    private readonly models: ModelRegistry,
+    private readonly directory?: AgentDirectory,
+    private readonly live?: LiveHub,
+  ) {}
 
   list(orgId: string, page: PageRequest): Promise<Page<AgentRecord>> {
     return this.store.agents.list(orgId, page);
+  }
+
+  /** The organization of agent `id`, or undefined (the org of a socket opened with a person's token). */
+  orgOf(agentId: string): Promise<string | undefined> {
+    return this.store.agents.orgOf(agentId);
   }
 
   /** The agent; throws AppError `not_found`. */
@@ -49,7 +63,7 @@ export class AgentService {
       instructions: draft.instructions ?? '', model: draft.model ?? { provider: 'builtin', name: 'builtin' },
       knowledge_base_ids: draft.knowledge_base_ids ?? [], tools: draft.tools ?? ['search_knowledge'],
       safety: draft.safety ?? { ...DEFAULT_SAFETY, blocked_phrases: [...DEFAULT_SAFETY.blocked_phrases] },
-      published: false, public_key: null, created_at: now, updated_at: now,
+      published: false, public_key: null, allowed_origins: draft.allowed_origins ?? ['*'], created_at: now, updated_at: now,
     };
     await this.store.agents.create(agent);
     return agent;
@@ -62,14 +76,50 @@ export class AgentService {
     const agent = await this.store.agents.update(orgId, agentId, set, new Date().toISOString());
     this.directory?.invalidate(orgId, agentId);
     if (!agent) throw new AppError('not_found', 'No such agent.');
+    if (agent.public_key !== null) this.directory?.invalidatePublicKey(agent.public_key);
     return agent;
   }
 
-  /** Deletes the agent; throws AppError `not_found`. */
+  /** Deletes the agent (a published one stops answering at once: its public sockets close). Throws AppError `not_found`. */
   async delete(orgId: string, agentId: string): Promise<void> {
+    const agent = await this.store.agents.get(orgId, agentId);
     const deleted = await this.store.agents.delete(orgId, agentId);
     this.directory?.invalidate(orgId, agentId);
     if (!deleted) throw new AppError('not_found', 'No such agent.');
+    if (agent?.public_key) this.revokePublicKey(agent.public_key);
+  }
+
+  /**
+   * Publishes the agent (API.md "Agents"): it gets a public key `pk_` + 32 base64url characters (192
+   * random bits), which grants chat with this agent only. An agent already published keeps its key.
+   * Returns the agent. Throws AppError `not_found`.
+   */
+  async publish(orgId: string, agentId: string): Promise<AgentRecord> {
+    const agent = await this.get(orgId, agentId);
+    if (agent.published && agent.public_key !== null) return agent;
+    const published = await this.store.agents.setPublicKey(orgId, agentId, `pk_${randomBytes(24).toString('base64url')}`, new Date().toISOString());
+    this.directory?.invalidate(orgId, agentId);
+    if (!published) throw new AppError('not_found', 'No such agent.');
+    return published;
+  }
+
+  /**
+   * Unpublishes the agent: its public key stops working at once on this instance (public requests get
+   * 404, its open public sockets are closed with 4404) and within the agent cache's lifetime (2 s) on
+   * others sharing the store. A later publish issues a new key. Returns the agent. Throws AppError `not_found`.
+   */
+  async unpublish(orgId: string, agentId: string): Promise<AgentRecord> {
+    const before = await this.get(orgId, agentId);
+    const agent = await this.store.agents.setPublicKey(orgId, agentId, null, new Date().toISOString());
+    this.directory?.invalidate(orgId, agentId);
+    if (!agent) throw new AppError('not_found', 'No such agent.');
+    if (before.public_key !== null) this.revokePublicKey(before.public_key);
+    return agent;
+  }
+
+  private revokePublicKey(publicKey: string): void {
+    this.directory?.invalidatePublicKey(publicKey);
+    this.live?.revoke(publicKeyKey(publicKey));
   }
 
   private async checkReferences(orgId: string, draft: Partial<AgentDraft>): Promise<void> {

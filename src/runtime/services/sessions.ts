@@ -36,6 +36,11 @@ export interface SessionOptions {
   refreshAbsoluteMs: number;
   /** Current time, ms (default Date.now). */
   now?: () => number;
+  /**
+   * Told the id of a sign-in that just ended (logout, or a spent refresh token presented again), so the
+   * sockets opened under it close (src/runtime/live/live-hub.ts `revoke`).
+   */
+  onSessionEnded?: (sessionId: string) => void;
 }
 
 const badRefresh = (message: string) => new AppError('invalid_refresh_token', message);
@@ -93,7 +98,7 @@ export class SessionService {
       token_hash: hashOpaqueToken(refreshToken), family_id: family.id, created_at: iso(now),
       expires_at: iso(now + Math.min(this.opts.refreshIdleMs, this.opts.refreshAbsoluteMs)), used_at: null,
     });
-    return this.session(user, refreshToken);
+    return this.session(user, refreshToken, family.id);
   }
 
   /**
@@ -109,23 +114,30 @@ export class SessionService {
       { token_hash: hashOpaqueToken(next), created_at: iso(now), expires_at: iso(now + this.opts.refreshIdleMs) }, iso(now));
     switch (outcome.status) {
       case 'rotated': break;
-      case 'reused': throw badRefresh('The refresh token was already used, so this session has been ended; sign in again.');
+      case 'reused':
+        this.opts.onSessionEnded?.(outcome.family_id);
+        throw badRefresh('The refresh token was already used, so this session has been ended; sign in again.');
       case 'revoked': throw badRefresh('This session has ended; sign in again.');
       case 'expired': throw badRefresh('The refresh token has expired; sign in again.');
       default: throw badRefresh('The refresh token is not valid.');
     }
     const user = await this.store.users.get(outcome.family.user_id);
     if (user === undefined) throw badRefresh('The refresh token is not valid.');
-    return this.session(user, next);
+    return this.session(user, next, outcome.family.id);
   }
 
   /**
-   * Signs out: revokes the family of `refreshToken` (spent or live). Unknown, malformed and already
+   * Signs out: revokes the family of `refreshToken` (spent or live) and closes the WebSockets opened
+   * under that sign-in (its access tokens' `sid`, its socket tickets). Unknown, malformed and already
    * revoked tokens are accepted silently (RFC 7009 section 2.2: revocation answers success for them).
    */
   async logout(refreshToken: string): Promise<void> {
     if (!isOpaqueToken(refreshToken, 'rt')) return;
-    await this.store.refreshTokens.revokeFamilyOf(hashOpaqueToken(refreshToken), 'logout', iso(this.now()));
+    const hash = hashOpaqueToken(refreshToken);
+    const familyId = await this.store.refreshTokens.familyIdOf(hash);
+    await this.store.refreshTokens.revokeFamilyOf(hash, 'logout', iso(this.now()));
+    // The sockets of this sign-in close too (also when it had already ended: closing twice is harmless).
+    if (familyId !== undefined) this.opts.onSessionEnded?.(familyId);
   }
 
   /** The person `userId` and their organizations. Throws AppError 401 `invalid_token` when they no longer exist. */
@@ -144,14 +156,14 @@ export class SessionService {
     const now = this.now();
     const ticket = newOpaqueToken('wst');
     await this.store.socketTickets.create({
-      ticket_hash: hashOpaqueToken(ticket), user_id: principal.userId, org_id: principal.orgId,
+      ticket_hash: hashOpaqueToken(ticket), user_id: principal.userId, org_id: principal.orgId, session_id: principal.sessionId,
       created_at: iso(now), expires_at: iso(now + SOCKET_TICKET_TTL_S * 1000), used_at: null,
     });
     return { ticket, expiresIn: SOCKET_TICKET_TTL_S };
   }
 
-  private async session(user: UserRecord, refreshToken: string): Promise<Session> {
-    const access = await this.tokens.issue(user.id);
+  private async session(user: UserRecord, refreshToken: string, sessionId: string): Promise<Session> {
+    const access = await this.tokens.issue(user.id, sessionId);
     const organizations = await this.store.memberships.organizationsOf(user.id);
     return { accessToken: access.token, expiresIn: access.expiresIn, refreshToken, user, organizations };
   }

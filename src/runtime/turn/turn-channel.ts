@@ -50,6 +50,7 @@ export class TurnChannel {
   private keptChars = 0;
   private replayable = true;
   private endedAt = 0;
+  private last: StreamEvent | undefined;
   private readonly maxChars: number;
   private readonly onEnded: ((channel: TurnChannel) => void) | undefined;
 
@@ -69,6 +70,11 @@ export class TurnChannel {
   /** When the turn ended (epoch ms), 0 while running. */
   get endedAtMs(): number {
     return this.endedAt;
+  }
+
+  /** The terminal event (`done` or `error`) once emitted, else undefined. */
+  get terminal(): StreamEvent | undefined {
+    return this.last;
   }
 
   /** Sequence number of the last event, 0 before the first. */
@@ -102,7 +108,10 @@ export class TurnChannel {
     const json = isToken ? tokenJson(event.delta) : JSON.stringify(event);
     if (this.replayable) this.keep(seq, event, json);
     const terminal = isTerminal(event);
-    if (terminal) this.endedAt = Date.now();
+    if (terminal) {
+      this.endedAt = Date.now();
+      this.last = event;
+    }
     for (const sub of this.subscribers) {
       try {
         sub.onEvent(seq, event, json);

@@ -10,6 +10,8 @@ export interface TurnRegistryOptions {
   perTurn: ReplayLimits;
   /** Cap on the characters kept by all finished channels together; the oldest are evicted first. */
   maxRetainedChars: number;
+  /** Called once for every channel whose terminal event was emitted (the live hub's `turn.ended`). */
+  onEnded?: (channel: TurnChannel) => void;
 }
 
 /**
@@ -70,7 +72,8 @@ export class TurnRegistry {
   }
 
   private ended(channel: TurnChannel): void {
-    if (!this.running.delete(channel.turnId)) return; // withdrawn: nothing to keep
+    this.opts.onEnded?.(channel);
+    if (!this.running.delete(channel.turnId)) return; // withdrawn or never registered (a forwarded message): nothing to keep
     if (this.opts.replayMs === 0 || !channel.isReplayable) return;
     this.finished.set(channel.turnId, channel);
     this.finishedChars += channel.retainedChars;

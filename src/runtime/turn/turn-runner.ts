@@ -10,7 +10,9 @@
  *    (actors/turn/turn.rules.ts);
  * 4. finish: safety check on the finished text (`citations`, then `replace` when it fired), store the
  *    reply, then `message`, `usage`, `done`;
- * on failure: store a `failed` reply and emit `error`. A cancel keeps what was said (`cancelled`).
+ * on failure: store a `failed` reply and emit `error`. A cancel keeps what was said (`cancelled`, or
+ * `handoff` when a handoff stopped the turn). The `handoff_to_human` tool asks for a person through
+ * `deps.requestHandoff` and ends the turn with finish reason `handoff` (no further model call).
  *
  * Each step first checks that its turn is still alive; a withdrawn turn (visitor message not stored)
  * ends there, writes nothing, and says why in the log.
@@ -29,9 +31,11 @@ import type { ModelRegistry } from '../../models/registry.js';
 import type { TokenCounter } from '../../models/token-counter.js';
 import type { Store } from '../../store/ports.js';
 import type { MessageRecord } from '../../store/records.js';
+import { HANDOFF_TO_HUMAN, handoffReason, handoffToHumanSpec } from '../../tools/handoff-to-human.js';
 import { runSearchKnowledge, SEARCH_KNOWLEDGE, searchKnowledgeSpec } from '../../tools/search-knowledge.js';
 import type { FinishReason, TurnError } from '../../vocabulary/turn.js';
-import { CANCELLED, type Turn } from './turn.js';
+import type { LiveHub } from '../live/live-hub.js';
+import { CANCELLED, HANDED_OFF, type Turn } from './turn.js';
 
 /** Dependencies of the turn's work. */
 export interface TurnRunnerDeps {
@@ -53,9 +57,17 @@ export interface TurnRunnerDeps {
   onFirstToken?: (turn: Turn, timings: { setupMs: number; firstTokenMs: number; relayMs: number | undefined }) => void;
   /** Observes each ended turn: `succeeded` (done), `failed` (error event) or `withdrawn`. */
   onTurnEnd?: (turn: Turn, outcome: 'succeeded' | 'failed' | 'withdrawn') => void;
+  /** Live subscribers of stored replies (sockets, the inbox); O(1) when nobody listens. */
+  live?: LiveHub;
+  /**
+   * Asks for a person on behalf of the turn's agent (its `handoff_to_human` tool): the conversation goes
+   * to `pending_handoff` (stored before this resolves) and the turn itself runs on to its end. Resolves
+   * with the conversation's status afterwards. Without it, the tool answers with an error the model reads.
+   */
+  requestHandoff?: (turn: Turn, reason: string | undefined) => Promise<string>;
 }
 
-const TOOL_SPECS: Record<string, ModelToolSpec> = { [SEARCH_KNOWLEDGE]: searchKnowledgeSpec };
+const TOOL_SPECS: Record<string, ModelToolSpec> = { [SEARCH_KNOWLEDGE]: searchKnowledgeSpec, [HANDOFF_TO_HUMAN]: handoffToHumanSpec };
 
 /** The turn was withdrawn (its visitor message was not stored): stop without writing anything. */
 class TurnGone extends Error {}
@@ -79,7 +91,7 @@ function turnErrorOf(err: unknown): TurnError {
 export function createTurnRunLogic(deps: TurnRunnerDeps) {
   return fromCallback<TurnCommand, TurnInput>(({ input, sendBack, receive }) => {
     const turn = input.turn as Turn;
-    receive((cmd) => { if (cmd.type === 'cancel') turn.cancel(); });
+    receive((cmd) => { if (cmd.type === 'cancel') turn.cancel(cmd.reason); });
     void runTurn(turn, input.maxSteps, deps, (output) => sendBack({ type: 'turn.ended', output } satisfies TurnEnded));
     return () => {
       if (!turn.ended) turn.abort(new AppError('internal_error', 'The conversation stopped during this turn; send the message again.'));
@@ -125,31 +137,44 @@ function ensureAlive(turn: Turn, step: string, logger: Logger): void {
   throw new TurnGone(step);
 }
 
-/** True when the turn's signal carries a client cancel. */
-function isCancelled(turn: Turn): boolean {
-  return turn.signal.aborted && turn.signal.reason === CANCELLED;
+/**
+ * How the turn was stopped, if it was: `cancelled` (a client's cancel, a close of the conversation) or
+ * `handoff` (a handoff stopped it); undefined while it runs or when it was aborted for a failure.
+ */
+function stoppedAs(turn: Turn): 'cancelled' | 'handoff' | undefined {
+  if (!turn.signal.aborted) return undefined;
+  const reason: unknown = turn.signal.reason;
+  if (reason === CANCELLED) return 'cancelled';
+  if (reason === HANDED_OFF) return 'handoff';
+  return undefined;
 }
 
 /** Steps 1-3; resolves with the finish reason, rejects with the failure. */
 async function generateReply(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<FinishReason> {
   ensureAlive(turn, 'prepare', deps.logger);
   await prepare(turn, deps);
-  if (isCancelled(turn)) return 'cancelled';
+  let stopped = stoppedAs(turn);
+  if (stopped) return stopped;
   for (let step = 1; ; step++) {
     ensureAlive(turn, 'generate', deps.logger);
     let outcome: { finishReason: ModelFinishReason; toolCalls: ModelToolCall[] };
     try {
       outcome = await generate(turn, deps);
     } catch (err) {
-      if (isCancelled(turn)) return 'cancelled';
+      stopped = stoppedAs(turn);
+      if (stopped) return stopped;
       throw err;
     }
-    if (isCancelled(turn)) return 'cancelled';
+    stopped = stoppedAs(turn);
+    if (stopped) return stopped;
     const next = afterGeneration(step, maxSteps, { finishReason: outcome.finishReason, toolCalls: outcome.toolCalls.length });
     if (next.next === 'finish') return next.finishReason;
     ensureAlive(turn, 'tools', deps.logger);
     await runTools(turn, outcome.toolCalls, deps);
-    if (isCancelled(turn)) return 'cancelled';
+    stopped = stoppedAs(turn);
+    if (stopped) return stopped;
+    // A person was asked for: the agent says nothing more.
+    if (turn.handedOff) return 'handoff';
   }
 }
 
@@ -233,12 +258,21 @@ async function generate(turn: Turn, deps: TurnRunnerDeps): Promise<{ finishReaso
 
 async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps): Promise<void> {
   for (const call of calls) {
-    if (isCancelled(turn)) return;
+    if (stoppedAs(turn) !== undefined) return;
     const args = parseArguments(call.arguments);
     turn.emit({ type: 'tool_call', tool_call: { id: call.id, name: call.name, arguments: args } });
     let output: unknown;
     let isError = false;
-    if (call.name === SEARCH_KNOWLEDGE && turn.agent.tools.includes(SEARCH_KNOWLEDGE)) {
+    if (call.name === HANDOFF_TO_HUMAN && turn.agent.tools.includes(HANDOFF_TO_HUMAN) && deps.requestHandoff !== undefined) {
+      try {
+        const status = await deps.requestHandoff(turn, handoffReason(call.arguments));
+        output = { status };
+        turn.handedOff = true;
+      } catch (err) {
+        output = { error: toAppError(err).message };
+        isError = true;
+      }
+    } else if (call.name === SEARCH_KNOWLEDGE && turn.agent.tools.includes(SEARCH_KNOWLEDGE)) {
       const outcome = await runSearchKnowledge(deps.store.knowledge, turn.orgId, turn.agent.knowledge_base_ids, call.arguments);
       output = outcome.output;
       isError = outcome.is_error;
@@ -282,11 +316,43 @@ async function finish(turn: Turn, reason: FinishReason, deps: TurnRunnerDeps): P
   };
   ensureAlive(turn, 'store reply', deps.logger);
   await deps.store.conversations.appendMessage(message);
+  // Live watchers learn of the stored reply before the turn's end (the inbox: message.created, then turn.ended).
+  deps.live?.messageCreated(message);
   turn.emit({ type: 'message', message_id: message.id });
   turn.emit({ type: 'usage', usage: turn.usage });
   turn.emit({ type: 'done', finish_reason: finishReason });
   deps.onTurnEnd?.(turn, 'succeeded');
   deps.bus.publish({ type: 'message.created', org_id: turn.orgId, data: { conversation_id: turn.conversationId, message_id: message.id, role: 'agent' } });
+}
+
+/**
+ * A queued turn that will never run, because a person was asked for or took over before it started
+ * (the conversation machine dropped it from the queue): its visitor message is taken out of the turn
+ * (so start-up recovery does not count it as cut short) and forwarded to the operators, and its stream
+ * ends the way a message sent during a handoff does: `message` (the visitor message) and `done` /
+ * `handoff` (API.md "Chat"). Never rejects; a failed write ends the stream with `error`.
+ */
+export async function forwardQueuedTurn(turn: Turn, deps: Pick<TurnRunnerDeps, 'store' | 'logger' | 'live'>): Promise<void> {
+  turn.setupDone();
+  if (turn.ended) return;
+  try {
+    await deps.store.conversations.detachFromTurn(turn.visitorMessageId);
+    turn.emit({ type: 'message', message_id: turn.visitorMessageId });
+    turn.emit({ type: 'done', finish_reason: 'handoff' });
+  } catch (err) {
+    deps.logger.error({ err, turn_id: turn.id }, 'could not forward a queued message to the operators');
+    turn.emit({ type: 'error', error: turnErrorOf(err) });
+  }
+}
+
+/**
+ * A queued turn that will never run because its conversation was closed before it started: it fails
+ * with `conversation_closed` (a stored failed reply, then `error`), like any turn that cannot answer.
+ */
+export async function closeQueuedTurn(turn: Turn, deps: TurnRunnerDeps): Promise<void> {
+  turn.setupDone();
+  if (turn.ended) return;
+  await fail(turn, { type: 'conflict_error', code: 'conversation_closed', message: 'The conversation was closed before this message was answered.' }, deps);
 }
 
 /** Stores the failed reply (best effort) and ends the stream with `error`. Never rejects. */

@@ -13,14 +13,20 @@
  *   only its channel, for resume, for a bounded time and size.
  * - The model context below (messages, passages, text, tool runs, usage) is written only by the runner.
  */
+import type { CancelReason } from '../../../actors/turn/turn.types.js';
 import type { ModelMessage, Passage } from '../../models/port.js';
 import type { AgentRecord } from '../../store/records.js';
 import type { StreamEvent } from '../../vocabulary/stream-event.js';
 import type { ToolRun, Usage } from '../../vocabulary/turn.js';
 import type { TurnChannel } from './turn-channel.js';
 
-/** The abort reason of a client's cancel: the runner keeps what was said and finishes as `cancelled`. */
+/**
+ * The abort reason of a client's cancel (or a close of the conversation): the runner keeps what was said
+ * and finishes as `cancelled`.
+ */
 export const CANCELLED: unique symbol = Symbol('turn cancelled by the client');
+/** The abort reason of a handoff: the runner keeps what was said and finishes as `handoff`. */
+export const HANDED_OFF: unique symbol = Symbol('turn stopped by a handoff');
 
 /** What a turn is created from. */
 export interface TurnInit {
@@ -60,6 +66,8 @@ export class Turn {
   outputTokens = 0;
   /** Chunk ids the model said it used, when it says (builtin); else every passage is cited. */
   passagesUsed: string[] | undefined;
+  /** The agent's `handoff_to_human` tool ran in this turn: it ends with finish reason `handoff`. */
+  handedOff = false;
   /** performance.now() (ms) at acceptance, at the first model call and at the first token's emit. */
   readonly acceptedAt = performance.now();
   modelCalledAt = 0;
@@ -112,9 +120,13 @@ export class Turn {
     this.channel.emit(event);
   }
 
-  /** Client cancel: stops the model call; the runner stores the partial reply with finish reason `cancelled`. */
-  cancel(): void {
-    if (!this.controller.signal.aborted) this.controller.abort(CANCELLED);
+  /**
+   * Stops the model call; the runner stores the partial reply with finish reason `cancelled` (reason
+   * `client` or `closed`) or `handoff` (reason `handoff`). A turn still queued is stopped before it
+   * starts (its reply is then empty). Idempotent: the first reason wins.
+   */
+  cancel(reason: CancelReason = 'client'): void {
+    if (!this.controller.signal.aborted) this.controller.abort(reason === 'handoff' ? HANDED_OFF : CANCELLED);
   }
 
   /** Aborts the turn with `reason` (an AppError: shutdown, crash); the runner stores a failed reply. */

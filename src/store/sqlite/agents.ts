@@ -11,7 +11,7 @@ function agentFromRow(r: Row): AgentRecord {
     model: { provider: r.model_provider as string, name: r.model_name as string },
     knowledge_base_ids: fromJson(r.knowledge_base_ids), tools: fromJson(r.tools), safety: fromJson(r.safety),
     published: r.published === 1, public_key: (r.public_key as string | null) ?? null,
-    created_at: r.created_at as string, updated_at: r.updated_at as string,
+    allowed_origins: fromJson(r.allowed_origins), created_at: r.created_at as string, updated_at: r.updated_at as string,
   };
 }
 
@@ -21,18 +21,22 @@ function agentFromRow(r: Row): AgentRecord {
  */
 export function createAgents(db: Database.Database): AgentsPort {
   const insert = db.prepare(
-    `INSERT INTO agents (id, org_id, name, description, instructions, model_provider, model_name, knowledge_base_ids, tools, safety, published, public_key, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    `INSERT INTO agents (id, org_id, name, description, instructions, model_provider, model_name, knowledge_base_ids, tools, safety, published, public_key, allowed_origins, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const byId = db.prepare('SELECT * FROM agents WHERE org_id = ? AND id = ?');
   const update = db.prepare(
     `UPDATE agents SET name = ?, description = ?, instructions = ?, model_provider = ?, model_name = ?,
-     knowledge_base_ids = ?, tools = ?, safety = ?, updated_at = ? WHERE org_id = ? AND id = ?`);
+     knowledge_base_ids = ?, tools = ?, safety = ?, allowed_origins = ?, updated_at = ? WHERE org_id = ? AND id = ?`);
   const remove = db.prepare('DELETE FROM agents WHERE org_id = ? AND id = ?');
+  const byPublicKey = db.prepare('SELECT * FROM agents WHERE public_key = ? AND published = 1');
+  const setPublicKey = db.prepare('UPDATE agents SET published = ?, public_key = ?, updated_at = ? WHERE org_id = ? AND id = ?');
+  const orgOf = db.prepare('SELECT org_id FROM agents WHERE id = ?');
   const list = new NewestFirstList(db, 'agents', 'org_id = ?', 'agent');
   return {
     async create(a) {
       insert.run(a.id, a.org_id, a.name, a.description, a.instructions, a.model.provider, a.model.name,
-        toJson(a.knowledge_base_ids), toJson(a.tools), toJson(a.safety), a.published ? 1 : 0, a.public_key, a.created_at, a.updated_at);
+        toJson(a.knowledge_base_ids), toJson(a.tools), toJson(a.safety), a.published ? 1 : 0, a.public_key, toJson(a.allowed_origins),
+        a.created_at, a.updated_at);
     },
     async get(orgId, id) {
       const r = byId.get(orgId, id) as Row | undefined;
@@ -46,11 +50,22 @@ export function createAgents(db: Database.Database): AgentsPort {
       if (!cur) return undefined;
       const next: AgentRecord = { ...agentFromRow(cur), ...patch, updated_at: at };
       update.run(next.name, next.description, next.instructions, next.model.provider, next.model.name,
-        toJson(next.knowledge_base_ids), toJson(next.tools), toJson(next.safety), at, orgId, id);
+        toJson(next.knowledge_base_ids), toJson(next.tools), toJson(next.safety), toJson(next.allowed_origins), at, orgId, id);
       return next;
     },
     async delete(orgId, id) {
       return remove.run(orgId, id).changes > 0;
+    },
+    async findByPublicKey(publicKey) {
+      const r = byPublicKey.get(publicKey) as Row | undefined;
+      return r ? agentFromRow(r) : undefined;
+    },
+    async setPublicKey(orgId, id, publicKey, at) {
+      if (setPublicKey.run(publicKey === null ? 0 : 1, publicKey, at, orgId, id).changes === 0) return undefined;
+      return agentFromRow(byId.get(orgId, id) as Row);
+    },
+    async orgOf(id) {
+      return (orgOf.get(id) as { org_id: string } | undefined)?.org_id;
     },
   };
 }

@@ -15,7 +15,8 @@ const cache = new WeakMap<Database.Database, Statements>();
 function prepare(db: Database.Database) {
   return {
     insertConversation: db.prepare(
-      'INSERT INTO conversations (id, org_id, agent_id, status, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      'INSERT INTO conversations (id, org_id, agent_id, status, metadata, visitor_token_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+    detachFromTurn: db.prepare("UPDATE messages SET turn_id = NULL WHERE id = ? AND role = 'visitor'"),
     setStatus: db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?'),
     touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
     insertMessage: db.prepare(
@@ -51,17 +52,21 @@ function insertMessage(db: Database.Database, rec: MessageRecord): void {
 export const CONVERSATION_WRITES = {
   /** Inserts a conversation. */
   createConversation(db: Database.Database, c: ConversationRecord): void {
-    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.created_at, c.updated_at);
+    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
   },
   /** Inserts a conversation and its first message (one write: both or neither). */
   startConversation(db: Database.Database, args: { conversation: ConversationRecord; message: MessageRecord }): void {
     const c = args.conversation;
-    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.created_at, c.updated_at);
+    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
     insertMessage(db, args.message);
   },
   /** Sets a conversation's status and updated_at. */
   setStatus(db: Database.Database, args: { id: string; status: ConversationStatus; at: string }): void {
     statements(db).setStatus.run(args.status, args.at, args.id);
+  },
+  /** Clears the `turn_id` of a visitor message (forwarded to a person instead of answered). */
+  detachFromTurn(db: Database.Database, args: { messageId: string }): void {
+    statements(db).detachFromTurn.run(args.messageId);
   },
   /** Appends a message and touches its conversation's updated_at (throws on a missing conversation: FK). */
   appendMessage(db: Database.Database, rec: MessageRecord): void {

@@ -9,7 +9,7 @@ function conversationFromRow(r: Row): ConversationRecord {
   return {
     id: r.id as string, org_id: r.org_id as string, agent_id: r.agent_id as string,
     status: r.status as ConversationStatus, metadata: fromJson(r.metadata),
-    created_at: r.created_at as string, updated_at: r.updated_at as string,
+    visitor_token_hash: (r.visitor_token_hash as string | null) ?? null, created_at: r.created_at as string, updated_at: r.updated_at as string,
   };
 }
 
@@ -34,6 +34,7 @@ function messageFromRow(r: Row): MessageRecord {
 export function createConversations(db: Database.Database, writer: ConversationWriter): ConversationsPort {
   const sql = {
     conversationById: db.prepare('SELECT * FROM conversations WHERE org_id = ? AND id = ?'),
+    orgOf: db.prepare('SELECT org_id FROM conversations WHERE id = ?'),
     messageSeq: db.prepare('SELECT seq FROM messages WHERE org_id = ? AND conversation_id = ? AND id = ?'),
     messagesAfter: db.prepare('SELECT * FROM messages WHERE org_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
     history: db.prepare(
@@ -62,6 +63,12 @@ export function createConversations(db: Database.Database, writer: ConversationW
     },
     setStatus(id, status, at) {
       return writer.run('setStatus', { id, status, at });
+    },
+    async orgOf(id) {
+      return (sql.orgOf.get(id) as { org_id: string } | undefined)?.org_id;
+    },
+    detachFromTurn(messageId) {
+      return writer.run('detachFromTurn', { messageId });
     },
     appendMessage(rec) {
       return writer.run('appendMessage', rec);

@@ -106,6 +106,16 @@ export const MIGRATIONS: readonly string[] = [
     created_at TEXT NOT NULL, expires_at TEXT NOT NULL, used_at TEXT) WITHOUT ROWID;
   CREATE INDEX socket_tickets_expiry ON socket_tickets(expires_at);
   `,
+  // 4: live channels. A published agent's allowed origins (CORS and the socket Origin check, `["*"]` by
+  // default); the visitor token hash of a public conversation (checked on the row the chat reads anyway);
+  // the sign-in a socket ticket was issued under (logout closes its sockets); conversations by status
+  // for the operator lists.
+  `
+  ALTER TABLE agents ADD COLUMN allowed_origins TEXT NOT NULL DEFAULT '["*"]';
+  ALTER TABLE conversations ADD COLUMN visitor_token_hash TEXT;
+  ALTER TABLE socket_tickets ADD COLUMN session_id TEXT;
+  CREATE INDEX conversations_org_status ON conversations(org_id, status, id);
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

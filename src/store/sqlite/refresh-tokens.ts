@@ -35,6 +35,7 @@ export function createRefreshTokens(db: Database.Database): RefreshTokensPort {
     revokeFamilyOf: db.prepare(
       `UPDATE refresh_families SET revoked_at = ?, revoked_reason = ?
        WHERE revoked_at IS NULL AND id = (SELECT family_id FROM refresh_tokens WHERE token_hash = ?)`),
+    familyIdOf: db.prepare('SELECT family_id FROM refresh_tokens WHERE token_hash = ?'),
     revokeAllOf: db.prepare('UPDATE refresh_families SET revoked_at = ?, revoked_reason = ? WHERE user_id = ? AND revoked_at IS NULL'),
     prune: db.prepare('DELETE FROM refresh_families WHERE absolute_expires_at < ?'),
   };
@@ -72,6 +73,9 @@ export function createRefreshTokens(db: Database.Database): RefreshTokensPort {
     },
     async revokeFamilyOf(hash, reason, at) {
       return sql.revokeFamilyOf.run(at, reason, hash).changes > 0;
+    },
+    async familyIdOf(hash) {
+      return (sql.familyIdOf.get(hash) as { family_id: string } | undefined)?.family_id;
     },
     async revokeAllOf(userId, reason, at) {
       return sql.revokeAllOf.run(at, reason, userId).changes;

@@ -13,6 +13,8 @@ export interface OneShotReply {
   tool_runs: ToolRun[];
   usage: Usage;
   finish_reason: FinishReason;
+  /** Public chat, a new conversation: the visitor token from its `conversation` event. */
+  visitor_token?: string;
 }
 
 /**
@@ -44,6 +46,7 @@ export function collectReply(channel: TurnChannel): Promise<OneShotReply> {
             break;
           }
           case 'citations': reply.citations = event.citations; break;
+          case 'conversation': if (event.visitor_token !== undefined) reply.visitor_token = event.visitor_token; break;
           case 'message': reply.message_id = event.message_id; break;
           case 'usage': reply.usage = event.usage; break;
           case 'done': reply.finish_reason = event.finish_reason; resolve(reply); break;

@@ -88,6 +88,10 @@ export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
     }
     const params: unknown[] = [];
     for (const m of r.path.matchAll(/\{(\w+)\}/g)) params.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
+    for (const h of r.headerParams ?? []) params.push({ name: h.name, in: 'header', required: h.required, description: h.description, schema: { type: 'string' } });
+    if (r.cors) {
+      op['x-parley-cors'] = 'Preflights (OPTIONS) are answered; responses carry CORS headers for the origins the published agent allows (allowed_origins, ["*"] by default); another origin gets 403 origin_not_allowed.';
+    }
     if (r.query) {
       const qs = toSchema(r.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
       for (const [name, schema] of Object.entries(qs.properties ?? {})) {

@@ -32,6 +32,28 @@ export class Router {
     });
   }
 
+  /**
+   * The routes of the first path template that matches `path`, whatever their method, with its path
+   * parameters (CORS preflights), or undefined.
+   */
+  pathRoutes(path: string): { routes: RouteDef[]; params: Record<string, string> } | undefined {
+    let found: { routes: RouteDef[]; params: Record<string, string>; source: string } | undefined;
+    for (const c of this.routes) {
+      const m = c.pattern.exec(path);
+      if (!m) continue;
+      if (found === undefined) {
+        const params: Record<string, string> = {};
+        for (let i = 0; i < c.names.length; i++) {
+          try { params[c.names[i]!] = decodeURIComponent(m[i + 1]!); } catch { return undefined; }
+        }
+        found = { routes: [c.route], params, source: c.pattern.source };
+      } else if (c.pattern.source === found.source) {
+        found.routes.push(c.route);
+      }
+    }
+    return found === undefined ? undefined : { routes: found.routes, params: found.params };
+  }
+
   match(method: string, path: string): RouteMatch {
     const wanted = method === 'HEAD' ? 'GET' : method;
     const allow: string[] = [];

@@ -32,7 +32,17 @@ export const PageQuery = z.object({
 export const listOf = <T extends z.ZodType>(item: T, name: string) =>
   z.object({ data: z.array(item), has_more: z.boolean() }).meta({ id: name });
 
-export const TOOL_NAMES = ['search_knowledge'] as const;
+/** Tools an agent may be given: the knowledge search, and the handoff to a person (API.md "Conversations and handoff"). */
+export const TOOL_NAMES = ['search_knowledge', 'handoff_to_human'] as const;
+
+/**
+ * An allowed origin of a published agent: `*` (any page), or a serialized origin `scheme://host[:port]`
+ * (RFC 6454 section 6.2: no path, no trailing slash), as browsers send it in `Origin`.
+ */
+export const AllowedOriginSchema = z.union([
+  z.literal('*'),
+  z.string().max(300).regex(/^https?:\/\/[A-Za-z0-9.-]+(?::\d{1,5})?$/, 'must be * or an origin like https://shop.example (scheme://host[:port], no path)'),
+]);
 
 const agentFields = {
   name: z.string().trim().min(1).max(200),
@@ -42,6 +52,8 @@ const agentFields = {
   knowledge_base_ids: z.array(id('kb')).max(20),
   tools: z.array(z.enum(TOOL_NAMES)).max(10),
   safety: SafetySettingsSchema,
+  allowed_origins: z.array(AllowedOriginSchema).min(1).max(50)
+    .describe('Origins whose pages may use the published agent (CORS and the socket Origin check); ["*"] (default): any'),
 };
 
 export const AgentCreateSchema = z.object({
@@ -52,6 +64,7 @@ export const AgentCreateSchema = z.object({
   knowledge_base_ids: agentFields.knowledge_base_ids.optional(),
   tools: agentFields.tools.optional(),
   safety: agentFields.safety.optional(),
+  allowed_origins: agentFields.allowed_origins.optional(),
 }).strict().meta({ id: 'AgentCreate' });
 
 export const AgentPatchSchema = AgentCreateSchema.partial().strict().meta({ id: 'AgentPatch' });
@@ -61,8 +74,10 @@ export const AgentSchema = z.object({
   published: z.boolean(), public_key: z.string().nullable(), model: ModelChoiceSchema,
   knowledge_base_ids: z.array(z.string()), tools: z.array(z.string()),
   safety: z.object({ blocked_phrases: z.array(z.string()), redact_pii: z.boolean(), blocked_message: z.string() }),
-  created_at: time, updated_at: time,
+  allowed_origins: z.array(z.string()), created_at: time, updated_at: time,
 }).meta({ id: 'Agent' });
+
+export const PublishedSchema = z.object({ public_key: z.string().describe('pk_...: grants chat with this agent only') }).meta({ id: 'Published' });
 
 export const KnowledgeBaseCreateSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict().meta({ id: 'KnowledgeBaseCreate' });
 export const KnowledgeBaseSchema = z.object({ id: z.string(), name: z.string(), created_at: time }).meta({ id: 'KnowledgeBase' });
@@ -99,10 +114,27 @@ export const ChatRequestSchema = z.object({
   metadata: z.record(z.string(), z.unknown()).optional(),
 }).strict().meta({ id: 'ChatRequest' });
 
+/** The public chat request (API.md "Chat"): the chat request, plus the visitor token that continues a conversation. */
+export const PublicChatRequestSchema = ChatRequestSchema.extend({
+  visitor_token: z.string().min(1).max(200).optional().describe('vt_... from the first conversation event; required with conversation_id'),
+}).strict().meta({ id: 'PublicChatRequest' });
+
 export const ChatResponseSchema = z.object({
   conversation_id: z.string(), message_id: z.string(), content: z.string(), citations: z.array(CitationSchema),
   tool_runs: z.array(ToolRunSchema), usage: UsageSchema, finish_reason: FinishReasonSchema,
+  visitor_token: z.string().optional().describe('Public chat, first message of a conversation: the visitor token that continues it'),
 }).meta({ id: 'ChatResponse' });
+
+export const HandoffRequestSchema = z.object({
+  reason: z.string().trim().min(1).max(500).optional().describe('Why a person is needed (shown to operators)'),
+}).strict().meta({ id: 'HandoffRequest' });
+
+export const OperatorMessageRequestSchema = z.object({ content: z.string().min(1).max(32_000) }).strict().meta({ id: 'OperatorMessageRequest' });
+
+export const TurnCancelSchema = z.object({
+  conversation_id: z.string(), turn_id: z.string(),
+  status: z.enum(['cancelling', 'finished']).describe('cancelling (202): the turn stops and ends with done/cancelled; finished (200): it had already ended'),
+}).meta({ id: 'TurnCancel' });
 
 export const ConversationSchema = z.object({
   id: z.string(), agent_id: z.string(), status: ConversationStatusSchema, metadata: z.record(z.string(), z.unknown()),

@@ -9,6 +9,7 @@ import type { SessionService } from '../../runtime/services/sessions.js';
 import type { ConversationService } from '../../runtime/services/conversations.js';
 import type { HealthService } from '../../runtime/services/health.js';
 import type { KnowledgeBaseService } from '../../runtime/services/knowledge-bases.js';
+import type { PublicService } from '../../runtime/services/public.js';
 
 /**
  * What route handlers may call: the runtime's services (DESIGN.md layers: transport -> runtime), never
@@ -25,6 +26,8 @@ export interface Services {
   knowledgeBases: KnowledgeBaseService;
   conversations: ConversationService;
   chat: ChatService;
+  /** Published agents: public keys, visitor tokens, allowed origins, rate limits. */
+  public: PublicService;
   health: HealthService;
   /** Prometheus text exposition of the metrics registry. */
   metricsText(): Promise<string>;

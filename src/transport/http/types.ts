@@ -14,6 +14,11 @@ export interface HttpRequest {
   body: Buffer | null;
   requestId: string;
   remoteAddress: string;
+  /**
+   * Headers every response to this request carries, whatever it is (success, error, stream): the CORS
+   * headers of a public endpoint, set by the dispatcher before the handler runs.
+   */
+  responseHeaders?: Record<string, string>;
 }
 
 /** What a handler returns; the transport writes it. */
@@ -62,6 +67,14 @@ export interface RouteDef<B = any, Q = any> {
   tag: string;
   /** Credential kinds accepted and roles needed (src/runtime/services/access.ts ACCESS). */
   access: AccessRule;
+  /**
+   * A public endpoint of a published agent (path parameter `public_key`), called from other sites: CORS
+   * preflights are answered and responses carry CORS headers for the origins the agent allows
+   * (src/transport/http/cors.ts); a page of another origin gets 403 `origin_not_allowed`.
+   */
+  cors?: boolean;
+  /** Request headers the route reads, for OpenAPI (`X-Visitor-Token`, `Last-Event-ID`). */
+  headerParams?: Array<{ name: string; required: boolean; description: string }>;
   /** JSON body schema, or `raw` for uploads handled by the route itself. */
   body?: ZodType<B> | 'raw';
   query?: ZodType<Q>;

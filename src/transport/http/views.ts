@@ -11,7 +11,7 @@ export function agentView(a: AgentRecord) {
   return {
     id: a.id, name: a.name, description: a.description, instructions: a.instructions, published: a.published,
     public_key: a.public_key, model: a.model, knowledge_base_ids: a.knowledge_base_ids, tools: a.tools,
-    safety: a.safety, created_at: a.created_at, updated_at: a.updated_at,
+    safety: a.safety, allowed_origins: a.allowed_origins, created_at: a.created_at, updated_at: a.updated_at,
   };
 }
 

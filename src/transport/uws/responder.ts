@@ -67,6 +67,7 @@ export class Responder {
     res.cork(() => {
       res.writeStatus(statusLine(result.status));
       res.writeHeader('X-Request-Id', ex.req.requestId);
+      if (ex.req.responseHeaders !== undefined) for (const [k, v] of Object.entries(ex.req.responseHeaders)) res.writeHeader(k, v);
       if ('headers' in result && result.headers) for (const [k, v] of Object.entries(result.headers)) res.writeHeader(k, v);
       if (contentType !== undefined) res.writeHeader('Content-Type', contentType);
       if (body === undefined) {
@@ -99,6 +100,7 @@ export class Responder {
     res.cork(() => {
       res.writeStatus(statusLine(200));
       for (const [k, v] of sseHeaders(ex.req.requestId)) res.writeHeader(k, v);
+      if (ex.req.responseHeaders !== undefined) for (const [k, v] of Object.entries(ex.req.responseHeaders)) res.writeHeader(k, v);
       res.endWithoutBody();
     });
     this.finishLog(ex, { turn_id: turnId });

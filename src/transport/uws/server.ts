@@ -3,10 +3,12 @@ import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../ids/ids.js';
 import type { Logger } from '../../log/logger.js';
 import type { Metrics } from '../../metrics/metrics.js';
+import { preflightHeaders } from '../http/cors.js';
 import type { Dispatcher } from '../http/dispatch.js';
 import type { Router } from '../http/router.js';
 import type { HttpResult, RouteDef } from '../http/types.js';
 import type { SseHub } from '../sse/sse-writer.js';
+import type { SocketRouteDef } from '../ws/routes.js';
 import type { StaticSite } from '../static/static-site.js';
 import { readBody } from './body-reader.js';
 import type { Exchange } from './exchange.js';
@@ -14,6 +16,7 @@ import { loadUws } from './native.js';
 import { readRequestHead } from './request-head.js';
 import { Responder } from './responder.js';
 import { openSseResponse } from './sse-response.js';
+import { registerWebSockets, type WebSocketRegistry } from './websocket.js';
 
 export interface UwsServerOptions {
   host: string;
@@ -27,6 +30,10 @@ export interface UwsServerOptions {
   bodyLimitBytes: number;
   /** Body cap for raw upload routes, bytes. */
   rawBodyLimitBytes: number;
+  /** The WebSocket endpoints and their limits (src/transport/uws/websocket.ts). */
+  sockets?: { routes: SocketRouteDef[]; maxBufferedBytes: number; idleTimeoutS: number };
+  /** The allowed origins of the agent published under a public key (CORS preflights of `cors` routes). */
+  allowedOrigins?: (publicKey: string) => Promise<string[] | undefined>;
   /**
    * Static sites (the dashboard), answered from memory before the route table is consulted: they live
    * outside /v1, need no credential and are not in the OpenAPI document.
@@ -40,8 +47,10 @@ export interface UwsServer {
   implementation: string;
   /** Stops accepting connections (open ones, e.g. running streams, continue). */
   stopListening(): void;
-  /** Closes every open streaming response. */
+  /** Closes every open streaming response and WebSocket (1001). */
   closeAll(): void;
+  /** Open WebSockets. */
+  readonly sockets: number;
 }
 
 const textDecoder = new TextDecoder();
@@ -60,6 +69,26 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
   const responder = new Responder(logger, opts.metrics);
   /** Responses still open (streams), so shutdown can close them. */
   const open = new Set<Exchange>();
+  // Socket routes first: uWS hands a non-upgrade GET on them on to the catch-all below (404).
+  const sockets: WebSocketRegistry | undefined = opts.sockets
+    ? registerWebSockets(app, { routes: opts.sockets.routes, logger, maxBufferedBytes: opts.sockets.maxBufferedBytes, idleTimeoutS: opts.sockets.idleTimeoutS })
+    : undefined;
+
+  /**
+   * A CORS preflight (Fetch Standard: `OPTIONS` with `Access-Control-Request-Method`) of a public route:
+   * 204 with the allow headers for an origin the agent allows, 403 `origin_not_allowed` otherwise. True
+   * when the request was one (answered here).
+   */
+  function preflight(ex: Exchange): boolean {
+    if (ex.req.method !== 'OPTIONS' || ex.req.headers['access-control-request-method'] === undefined || !opts.allowedOrigins) return false;
+    const found = opts.router.pathRoutes(ex.req.path);
+    if (found === undefined || !found.routes.some((r) => r.cors)) return false;
+    const methods = found.routes.map((r) => r.method);
+    opts.allowedOrigins(found.params.public_key ?? '').then((allowed) => {
+      responder.send(ex, { kind: 'empty', status: 204, headers: preflightHeaders(ex.req.headers.origin, allowed, methods) });
+    }).catch((err: unknown) => responder.sendError(ex, err));
+    return true;
+  }
 
   function stream(ex: Exchange, result: Extract<HttpResult, { kind: 'sse' }>): void {
     if (ex.closed) return;
@@ -116,6 +145,7 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
       responder.sendError(ex, new AppError('malformed_request', head.problem), true);
       return;
     }
+    if (preflight(ex)) return;
     const site = opts.sites?.find((s) => s.owns(path));
     if (site !== undefined) {
       // A static site reads no body: a request that may carry one (any method but GET and HEAD, all
@@ -164,7 +194,9 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
         closeAll: () => {
           for (const ex of open) { ex.closed = true; ex.res.close(); }
           open.clear();
+          sockets?.closeAll();
         },
+        get sockets() { return sockets?.size ?? 0; },
       });
     });
   });

@@ -49,6 +49,7 @@ export function openSseResponse(ex: Exchange, turnId: string, hooks: SseResponse
   res.cork(() => {
     res.writeStatus('200 OK');
     for (const [k, v] of sseHeaders(ex.req.requestId)) res.writeHeader(k, v);
+    if (ex.req.responseHeaders !== undefined) for (const [k, v] of Object.entries(ex.req.responseHeaders)) res.writeHeader(k, v);
   });
 
   /** One corked `res.write`; true when uWS sent it all (and everything it held before). */

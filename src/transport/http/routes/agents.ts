@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { AgentCreateSchema, AgentPatchSchema, AgentSchema, EmptyQuery, ErrorSchema, listOf, PageQuery } from '../schemas.js';
+import { AgentCreateSchema, AgentPatchSchema, AgentSchema, EmptyQuery, ErrorSchema, listOf, PageQuery, PublishedSchema } from '../schemas.js';
 import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
@@ -37,6 +37,23 @@ export function agentRoutes(s: Services): RouteDef[] {
       async handle({ principal, params, body }: { principal: { orgId: string }; params: Record<string, string>; body: z.infer<typeof AgentPatchSchema> }) {
         const agent = await s.agents.update(principal.orgId, params.agent_id!, body);
         return { kind: 'json', status: 200, body: agentView(agent) };
+      },
+    },
+    {
+      method: 'POST', path: '/v1/agents/{agent_id}/publish', tag: 'Agents', access: ACCESS.manage, query: EmptyQuery,
+      summary: 'Publish an agent: its public key (pk_...) grants chat with it, and nothing else, under /v1/public/agents/{public_key}/... (an agent already published keeps its key)',
+      responses: [{ status: 200, description: 'The public key', schema: PublishedSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
+      async handle({ principal, params }) {
+        const agent = await s.agents.publish(principal.orgId, params.agent_id!);
+        return { kind: 'json', status: 200, body: { public_key: agent.public_key } };
+      },
+    },
+    {
+      method: 'POST', path: '/v1/agents/{agent_id}/unpublish', tag: 'Agents', access: ACCESS.manage, query: EmptyQuery,
+      summary: 'Unpublish an agent: its public key stops working at once and its public sockets close (4404)',
+      responses: [{ status: 200, description: 'The agent, unpublished', schema: AgentSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
+      async handle({ principal, params }) {
+        return { kind: 'json', status: 200, body: agentView(await s.agents.unpublish(principal.orgId, params.agent_id!)) };
       },
     },
     {

@@ -10,7 +10,7 @@ import type { RouteDef } from '../types.js';
 import { conversationView, messageView, pageView } from '../views.js';
 
 /** `Last-Event-ID: <turn_id>:<seq>` -> seq, when it names this turn; else 0 (replay from the start). */
-function lastSeq(header: string | undefined, turnId: string): number {
+export function lastSeq(header: string | undefined, turnId: string): number {
   if (!header) return 0;
   const i = header.lastIndexOf(':');
   if (i < 0 || header.slice(0, i) !== turnId) return 0;

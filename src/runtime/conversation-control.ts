@@ -1,0 +1,181 @@
+import type { ConversationEvent, HandoffRequester } from '../../actors/conversation/conversation.types.js';
+import { AppError } from '../errors/app-error.js';
+import type { EventBus } from '../events/event-bus.js';
+import { newId } from '../ids/ids.js';
+import type { Logger } from '../log/logger.js';
+import type { Store } from '../store/ports.js';
+import type { ConversationRecord, MessageRecord } from '../store/records.js';
+import type { ConversationStatus } from '../vocabulary/conversation.js';
+import type { LiveHub } from './live/live-hub.js';
+import type { ConversationActor, Supervisor } from './supervisor.js';
+import type { TurnRegistry } from './turn/turn-registry.js';
+import { closeQueuedTurn, forwardQueuedTurn, type TurnRunnerDeps } from './turn/turn-runner.js';
+import type { Turn } from './turn/turn.js';
+
+/** What ConversationControl works with (the ChatService's parts). */
+export interface ConversationControlDeps {
+  store: Store;
+  bus: EventBus;
+  logger: Logger;
+  live: LiveHub;
+  supervisor: Supervisor;
+  turns: TurnRegistry;
+  runner: TurnRunnerDeps;
+}
+
+/** The outcome of a status change: the conversation as it is now, and whether this call changed it. */
+export interface StatusChange {
+  conversation: ConversationRecord;
+  changed: boolean;
+}
+
+/** How a cancel went: the turn is being stopped, or it had already ended (its events are still kept). */
+export type CancelOutcome = 'cancelling' | 'finished';
+
+/**
+ * What operators, visitors and the agent do to a conversation besides chatting (API.md "Conversations
+ * and handoff", "Chat" Stop): ask for a person, take over, hand back, close, post an operator message,
+ * stop a turn. The conversation machine (actors/conversation/) decides every status change; this class
+ * does the I/O around it, in this order: the event goes to the actor (a synchronous decision, so of two
+ * concurrent changes one wins and the store sees them in the same order), the new status is stored
+ * (conversations.setStatus), then the change is told: domain event (`handoff.requested`,
+ * `handoff.accepted`, `handoff.resolved`, `conversation.closed`), live subscribers, and the HTTP answer.
+ * If the write fails, the actor is dropped so that the next request rehydrates it from the store.
+ *
+ * A change that would not change anything (a takeover of a conversation already handed off, a resolve of
+ * an active one) changes nothing and is not an error (`changed: false`); any change but `close` of a
+ * closed conversation is 409 `conversation_closed`.
+ */
+export class ConversationControl {
+  constructor(private readonly deps: ConversationControlDeps) {}
+
+  /**
+   * `active -> pending_handoff` (`handoff.requested`, with `reason` and `requested_by`). `by: 'agent'`
+   * with `turnId` is the agent's `handoff_to_human` tool: that turn goes on and ends with finish reason
+   * `handoff`; otherwise a running turn is stopped (`done` / `handoff`, its partial reply stored). Queued
+   * messages are forwarded to the operators. Throws AppError `not_found`, `conversation_closed`, or what
+   * the store throws.
+   */
+  requestHandoff(orgId: string, conversationId: string, opts: { by: HandoffRequester; reason?: string | undefined; turnId?: string }): Promise<ConversationRecord> {
+    const event: ConversationEvent = { type: 'handoff.request', by: opts.by, ...(opts.turnId === undefined ? {} : { turnId: opts.turnId }) };
+    return this.change(orgId, conversationId, event, 'pending_handoff', (c) => {
+      this.deps.bus.publish({
+        type: 'handoff.requested', org_id: orgId,
+        data: { conversation_id: c.id, agent_id: c.agent_id, reason: opts.reason ?? null, requested_by: opts.by },
+      });
+    }).then((r) => r.conversation);
+  }
+
+  /** `active | pending_handoff -> handed_off` (`handoff.accepted`): a person answers. Throws like requestHandoff. */
+  async takeover(orgId: string, conversationId: string): Promise<ConversationRecord> {
+    const r = await this.change(orgId, conversationId, { type: 'handoff.takeover' }, 'handed_off', (c) => {
+      this.deps.bus.publish({ type: 'handoff.accepted', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
+    });
+    return r.conversation;
+  }
+
+  /** `pending_handoff | handed_off -> active` (`handoff.resolved`): the agent answers again. Throws like requestHandoff. */
+  async resolve(orgId: string, conversationId: string): Promise<ConversationRecord> {
+    const r = await this.change(orgId, conversationId, { type: 'handoff.resolve' }, 'active', (c) => {
+      this.deps.bus.publish({ type: 'handoff.resolved', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
+    });
+    return r.conversation;
+  }
+
+  /**
+   * Any status -> `closed` (`conversation.closed`): a running turn stops (`done` / `cancelled`, partial
+   * reply stored), queued ones fail with `conversation_closed`, and every later message gets 409. Closing
+   * a closed conversation changes nothing. Throws AppError `not_found` or what the store throws.
+   */
+  async close(orgId: string, conversationId: string): Promise<ConversationRecord> {
+    const r = await this.change(orgId, conversationId, { type: 'conversation.close' }, 'closed', (c) => {
+      this.deps.bus.publish({ type: 'conversation.closed', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
+    });
+    return r.conversation;
+  }
+
+  /**
+   * Stores an operator message (role `operator`, no turn) and pushes it to every live subscriber of the
+   * conversation: visitor sockets get `token` (the whole text), `message`, `done`, each with `role:
+   * operator` (API.md "WebSockets"); `message.created` goes on the bus. Allowed in any status but
+   * `closed` (409 `conversation_closed`); it does not change the status (take over for that). Throws
+   * AppError `not_found` or what the store throws.
+   */
+  async postOperatorMessage(orgId: string, conversationId: string, content: string): Promise<MessageRecord> {
+    const conversation = await this.conversation(orgId, conversationId);
+    const actor = await this.actor(conversation);
+    if (actor.getSnapshot().context.status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
+    const message: MessageRecord = {
+      id: newId('msg'), conversation_id: conversation.id, org_id: orgId, turn_id: null, role: 'operator', content,
+      citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: new Date().toISOString(),
+    };
+    await this.deps.store.conversations.appendMessage(message);
+    this.deps.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: message.id, role: 'operator' } });
+    this.deps.live.messageCreated(message);
+    return message;
+  }
+
+  /**
+   * Stops turn `turnId` of conversation `conversationId` of `orgId` (API.md "Chat" Stop): the model call
+   * is aborted, the partial text stored as the agent message, and the stream ends with `done` /
+   * `cancelled`. A queued turn is stopped before it starts (its reply is empty). `finished` when the
+   * turn had already ended and its events are still kept. Throws AppError `not_found` otherwise.
+   */
+  cancelTurn(orgId: string, conversationId: string, turnId: string): CancelOutcome {
+    const turn = this.deps.turns.get(turnId);
+    if (turn !== undefined && turn.orgId === orgId && turn.conversationId === conversationId) {
+      const actor = this.deps.supervisor.peek(conversationId);
+      if (actor?.getSnapshot().context.active?.id === turnId) actor.send({ type: 'turn.cancel', turnId });
+      else turn.cancel('client');
+      return 'cancelling';
+    }
+    const channel = this.deps.turns.channel(turnId);
+    if (channel !== undefined && channel.orgId === orgId && channel.conversationId === conversationId) return 'finished';
+    throw new AppError('not_found', 'No such turn, or it ended too long ago.');
+  }
+
+  private async conversation(orgId: string, conversationId: string): Promise<ConversationRecord> {
+    const c = await this.deps.store.conversations.get(orgId, conversationId);
+    if (c === undefined) throw new AppError('not_found', 'No such conversation.');
+    return c;
+  }
+
+  private async actor(c: ConversationRecord): Promise<ConversationActor> {
+    const acquired = this.deps.supervisor.acquire(c);
+    return acquired instanceof Promise ? acquired : acquired;
+  }
+
+  /** One status change, as the class comment says; `told` publishes its domain event once it is stored. */
+  private async change(
+    orgId: string, conversationId: string, event: ConversationEvent, to: ConversationStatus, told: (c: ConversationRecord) => void,
+  ): Promise<StatusChange> {
+    const conversation = await this.conversation(orgId, conversationId);
+    const actor = await this.actor(conversation);
+    const before = actor.getSnapshot();
+    if (!before.can(event)) {
+      const status = before.context.status;
+      if (status === 'closed' && to !== 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
+      return { conversation: { ...conversation, status }, changed: false };
+    }
+    const queued = before.context.queue as readonly unknown[] as readonly Turn[];
+    actor.send(event);
+    const at = new Date().toISOString();
+    try {
+      await this.deps.store.conversations.setStatus(conversation.id, to, at);
+    } catch (err) {
+      // The actor moved and the store did not: drop the actor, the next request rehydrates it from the store.
+      this.deps.supervisor.evict(conversation.id);
+      throw err;
+    }
+    const updated: ConversationRecord = { ...conversation, status: to, updated_at: at };
+    // The machine dropped the queue: those messages go to the people now (or fail, when closed).
+    for (const turn of queued) {
+      if (to === 'closed') void closeQueuedTurn(turn, this.deps.runner);
+      else void forwardQueuedTurn(turn, this.deps.runner);
+    }
+    told(updated);
+    this.deps.live.statusChanged(orgId, conversation.id, to);
+    this.deps.logger.info({ conversation_id: conversation.id, status: to, event: event.type }, 'conversation status changed');
+    return { conversation: updated, changed: true };
+  }
+}
