@@ -243,7 +243,7 @@ describe.skipIf(!hasChromium)('the widget in Chromium, on another origin', { tim
     await fromPerson.waitFor();
     expect(await fromPerson.locator('.from').textContent()).toContain('A person from the team');
     expect(await fromPerson.locator('.bubble').textContent()).toBe('Hi, I am Sam from the team. Let me check your order.');
-    expect(await panel(page).locator('.sub').textContent()).toBe('You are chatting with a person from the team');
+    expect(await panel(page).locator('.sub').textContent()).toBe('You are chatting with our team');
     // Announced to screen readers.
     await page.locator('parley-widget [aria-live="polite"]').filter({ hasText: 'Team member: Hi, I am Sam' }).waitFor();
 
@@ -291,7 +291,7 @@ describe.skipIf(!hasChromium)('the widget in Chromium, on another origin', { tim
     const shown = await page.locator('parley-widget li.msg[data-id^="msg_"]').evaluateAll((els: any[]) => els.map((e) => e.getAttribute('data-id')));
     expect(shown).toEqual(history.map((m) => m.id));
     expect(await bubbles(page, 'operator')).toEqual(['Yes, inside the EU it is.']);
-    expect(await panel(page).locator('.sub').textContent()).toBe('You are chatting with a person from the team');
+    expect(await panel(page).locator('.sub').textContent()).toBe('You are chatting with our team');
     // No question was asked again.
     expect((await stored(conversationId)).length).toBe(history.length);
 
@@ -315,6 +315,20 @@ describe.skipIf(!hasChromium)('the widget in Chromium, on another origin', { tim
     await post(`/v1/conversations/${conversationId}/messages`, { content: 'And one more, live.' });
     await page.locator('parley-widget li.msg.operator').filter({ hasText: 'And one more, live.' }).waitFor();
     expect(await bubbles(page, 'operator')).toHaveLength(4);
+
+    // With the panel closed, a reply still arrives: the launcher counts it until the panel opens.
+    await page.keyboard.press('Escape');
+    await panel(page).waitFor({ state: 'detached' });
+    await post(`/v1/conversations/${conversationId}/messages`, { content: 'Anything else?' });
+    const launcher = page.getByRole('button', { name: 'Open chat, 1 new message', exact: true });
+    await launcher.waitFor();
+    expect(await page.locator('parley-widget .badge').textContent()).toBe('1');
+    await page.screenshot({ path: join(SHOTS, 'widget-unread.png') });
+    await launcher.click();
+    await panel(page).locator('li.msg.operator').filter({ hasText: 'Anything else?' }).waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByRole('button', { name: 'Open chat', exact: true }).waitFor();
+    expect(await page.locator('parley-widget .badge').count()).toBe(0);
     await leave(tab);
   });
 

@@ -130,7 +130,13 @@ export function Widget({ conversation, options }: { conversation: Conversation; 
   const stick = useRef(true);
   const wasOpen = useRef(options.open);
 
-  useEffect(() => { if (open) conversation.start(); }, [open, conversation]);
+  // A saved conversation goes live at once, so replies that come while the panel is closed are counted.
+  useEffect(() => conversation.start(), [conversation]);
+  // Answers that arrived while the panel was closed (not the history of an earlier visit).
+  const seen = useRef(new Set<string>());
+  const answers = s.items.filter((i) => i.live && (i.role === 'agent' || i.role === 'operator') && i.state !== 'streaming');
+  if (open) for (const i of answers) seen.current.add(i.key);
+  const unread = answers.filter((i) => !seen.current.has(i.key)).length;
   useEffect(() => {
     if (open) input.current?.focus();
     else if (wasOpen.current) launcher.current?.focus();
@@ -162,7 +168,7 @@ export function Widget({ conversation, options }: { conversation: Conversation; 
       setOpen(false);
     }
   };
-  const subtitle = s.mode === 'person' ? 'You are chatting with a person from the team'
+  const subtitle = s.mode === 'person' ? 'You are chatting with our team'
     : s.mode === 'waiting' ? 'Waiting for a person to join…'
       : 'The assistant answers instantly';
   const canAskPerson = s.conversationId !== undefined && s.mode === 'agent';
@@ -211,10 +217,12 @@ export function Widget({ conversation, options }: { conversation: Conversation; 
         </section>
       )}
       <button
-        type="button" class="launcher" ref={launcher} aria-label={open ? 'Minimize chat' : 'Open chat'} aria-expanded={open}
+        type="button" class="launcher" ref={launcher} aria-expanded={open}
+        aria-label={open ? 'Minimize chat' : unread > 0 ? `Open chat, ${unread} new ${unread === 1 ? 'message' : 'messages'}` : 'Open chat'}
         onClick={() => setOpen(!open)}
       >
         {open ? <CloseIcon size={26} /> : <ChatIcon />}
+        {!open && unread > 0 && <span class="badge" aria-hidden="true">{unread > 9 ? '9+' : unread}</span>}
       </button>
     </div>
   );

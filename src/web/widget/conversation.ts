@@ -35,6 +35,8 @@ export interface Item {
   error: string | undefined;
   /** The question to send again from the retry prompt. */
   retry: string | undefined;
+  /** False for what the first load of the history showed; true for what came after (counted as unread). */
+  live: boolean;
 }
 
 /** Who answers the visitor now, as far as the widget can tell. */
@@ -96,6 +98,8 @@ export class Conversation {
   private attempt = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private started = false;
+  /** Whether the saved conversation's history has been shown (what comes later is live). */
+  private loaded = false;
   private seq = 0;
   private readonly listeners = new Set<() => void>();
   private snapshot: Snapshot;
@@ -125,6 +129,7 @@ export class Conversation {
     this.saved = this.load();
     if (this.saved?.mode !== undefined) this.mode = this.saved.mode;
     if (this.saved !== undefined) void this.connect();
+    else this.loaded = true;
   }
 
   /** Sends the visitor's `text` as a new turn and streams its answer. */
@@ -221,6 +226,7 @@ export class Conversation {
       for (const m of history) this.stored(m);
       // On a reload, who answers is what was saved (a handoff asked by the button leaves no message).
       if (first && keep !== undefined) this.setMode(keep);
+      this.loaded = true;
       this.changed();
     } catch (err) {
       if (this.saved !== saved) return;
@@ -459,7 +465,9 @@ export class Conversation {
   // Plumbing.
 
   private add(fields: Partial<Item> & Pick<Item, 'role' | 'text' | 'state'>): Item {
-    const item: Item = { key: `i${++this.seq}`, id: undefined, turnId: undefined, citations: [], tools: [], error: undefined, retry: undefined, ...fields };
+    const item: Item = {
+      key: `i${++this.seq}`, id: undefined, turnId: undefined, citations: [], tools: [], error: undefined, retry: undefined, live: this.loaded, ...fields,
+    };
     this.items.push(item);
     if (item.id !== undefined) this.ids.add(item.id);
     return item;
