@@ -341,6 +341,28 @@ describe.skipIf(!hasChromium)('the widget in Chromium, on another origin', { tim
     await leave(tab);
   });
 
+  it('a conversation the team closed: the next message says so, and trying again starts a new conversation', async () => {
+    const tab = await visit({ query: '?attrs=data-open' });
+    const { page } = tab;
+    await panel(page).waitFor();
+    await ask(page, 'Is the return label free?');
+    await watchStreaming(page);
+    const first = await conversationOf(page);
+    await post(`/v1/conversations/${first.conversation_id}/close`);
+    await ask(page, 'And exchanges?');
+    const failed = panel(page).getByRole('alert').filter({ hasText: 'This conversation has ended.' });
+    await failed.waitFor();
+    expect(await page.evaluate((key) => localStorage.getItem(key), `parley.widget.${pk}`)).toBeNull();
+    await failed.getByRole('button', { name: 'Try again' }).click();
+    await page.locator('parley-widget li.msg[data-role="agent"]').nth(1).waitFor();
+    await watchStreaming(page);
+    const second = await conversationOf(page);
+    expect(second.conversation_id).not.toBe(first.conversation_id);
+    expect((await stored(second.conversation_id)).map((m) => [m.role, m.role === 'visitor' ? m.content : ''])).toEqual([['visitor', 'And exchanges?'], ['agent', '']]);
+    expect(await bubbles(page, 'visitor')).toEqual(['Is the return label free?', 'And exchanges?']);
+    await leave(tab);
+  });
+
   it('works with the keyboard alone: open, send, close; focus goes to the message box and back to the launcher', async () => {
     const tab = await visit({ reducedMotion: true });
     const { page } = tab;

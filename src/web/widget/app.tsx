@@ -193,7 +193,7 @@ export function Widget({ conversation, options }: { conversation: Conversation; 
               stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
             }}
           >
-            <li class="msg agent done greeting"><div class="bubble">Hi! Ask me anything. I answer from our documentation, and a person from the team can join if you need one.</div></li>
+            <li class="msg agent done greeting"><div class="bubble">Hi! How can we help? Ask a question here, and a person from the team can join if you need one.</div></li>
             {s.items.map((item) => <Bubble key={item.key} item={item} onRetry={retry} />)}
             {s.thinking && <li class="msg agent streaming"><div class="bubble"><Dots /></div></li>}
           </ol>

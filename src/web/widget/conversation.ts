@@ -164,9 +164,11 @@ export class Conversation {
       const e = err instanceof ApiError ? err : new ApiError(0, 'network_error', String(err));
       if (turnId === undefined) {
         // Nothing was stored: the question can be sent again.
-        if (e.code === 'not_found' && this.saved !== undefined) this.forget();
+        // A conversation that is gone, or closed by the team: the next try starts a new one.
+        const ended = (e.code === 'not_found' || e.code === 'conversation_closed') && this.saved !== undefined;
+        if (ended) this.forget();
         mine.state = 'failed';
-        mine.error = this.describe(e);
+        mine.error = ended ? 'This conversation has ended. Try again to start a new one.' : this.describe(e);
         mine.retry = message;
       } else {
         // The turn goes on server-side: the socket's catch-up brings its answer (never ask again).
@@ -521,8 +523,12 @@ export class Conversation {
     try { if (this.saved !== undefined) localStorage.setItem(this.storageKey, JSON.stringify(this.saved)); } catch { /* storage blocked */ }
   }
 
+  /** Drops the saved conversation; what is on screen stays, but ids of it no longer steer catch-up. */
   private forget(): void {
     this.saved = undefined;
+    this.mode = 'agent';
+    this.ids.clear();
+    this.turns.clear();
     this.closeSocket();
     clearTimeout(this.timer);
     try { localStorage.removeItem(this.storageKey); } catch { /* storage blocked */ }
