@@ -7,6 +7,10 @@
  *   assets/app-<hash>.css      the stylesheet, minified
  *   assets/icon-<hash>.svg     the favicon
  *
+ * and the chat widget (src/web/widget/) into dist/web/widget/widget.js, which Parley serves at /widget.js:
+ * one classic script (an IIFE, so a plain `<script async>` tag on any page loads it) holding Preact, the
+ * widget and its stylesheet (minified, inlined as a string for its shadow root).
+ *
  * Asset names carry a hash of their content, so the server can let browsers keep them for a year and a
  * new build is picked up at the next load of index.html (which is always revalidated). Nothing is loaded
  * from elsewhere at run time. Prints the size of each file, raw and gzipped, unless npm runs it silently
@@ -82,3 +86,36 @@ if (process.env.npm_config_loglevel !== 'silent') process.stdout.write(
   + rows.map((r) => `  ${r.file.padEnd(28)} ${kib(r.raw).padStart(10)} raw ${kib(r.gzip).padStart(10)} gzip\n`).join('')
   + `  ${'total'.padEnd(28)} ${kib(total.raw).padStart(10)} raw ${kib(total.gzip).padStart(10)} gzip\n`,
 );
+
+// The widget: one self-contained classic script with a stable name (pages embed its URL).
+const widgetSrc = join(root, 'src/web/widget');
+const widgetOut = join(root, 'dist/web/widget');
+rmSync(widgetOut, { recursive: true, force: true });
+mkdirSync(widgetOut, { recursive: true });
+const widgetCss = await esbuild.transform(readFileSync(join(widgetSrc, 'styles.css'), 'utf8'), {
+  loader: 'css', minify: true, target: ['chrome111', 'firefox113', 'safari16.2'],
+});
+await esbuild.build({
+  absWorkingDir: root,
+  entryPoints: [join(widgetSrc, 'main.tsx')],
+  outfile: join(widgetOut, 'widget.js'),
+  bundle: true,
+  minify: true,
+  format: 'iife',
+  platform: 'browser',
+  target: ['es2022', 'chrome111', 'firefox113', 'safari16.2'],
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
+  tsconfig: join(root, 'tsconfig.web.json'),
+  define: { 'process.env.NODE_ENV': '"production"', __WIDGET_CSS__: JSON.stringify(widgetCss.code.trim()) },
+  legalComments: 'eof',
+  sourcemap: false,
+  logLevel: 'warning',
+});
+const widgetBytes = readFileSync(join(widgetOut, 'widget.js'));
+const widgetGzip = gzipSync(widgetBytes, { level: 9 }).length;
+if (process.env.npm_config_loglevel !== 'silent') process.stdout.write(
+  `widget built in ${relative(root, widgetOut)}/ (served at /widget.js; budget 25 KiB gzipped)\n`
+  + `  ${'widget.js'.padEnd(28)} ${kib(widgetBytes.length).padStart(10)} raw ${kib(widgetGzip).padStart(10)} gzip\n`,
+);
+if (widgetGzip > 25 * 1024) throw new Error(`the widget is ${kib(widgetGzip)} gzipped, over its 25 KiB budget`);

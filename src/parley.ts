@@ -41,7 +41,7 @@ import { ChannelFrames } from './transport/ws/server-frames.js';
 import type { Services } from './transport/http/services.js';
 import type { RouteDef } from './transport/http/types.js';
 import { SseHub } from './transport/sse/sse-writer.js';
-import { loadDashboard } from './transport/static/static-site.js';
+import { loadDashboard, loadWidget } from './transport/static/static-site.js';
 import { startUwsServer } from './transport/uws/server.js';
 
 /** A running Parley instance. */
@@ -137,10 +137,12 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
   const dashboard = loadDashboard(config.dashboardDir);
   if (!dashboard.available) logger.warn({ dir: config.dashboardDir }, 'the dashboard is not built (npm run build): /dashboard answers 404');
+  const widget = loadWidget(config.widgetDir);
+  if (!widget.available) logger.warn({ dir: config.widgetDir }, 'the widget is not built (npm run build): /widget.js answers 404');
   const server = await startUwsServer({
     host: config.host, port: config.port, router: new Router(routes),
     dispatch: createDispatcher(access, (publicKey) => services.public.allowedOrigins(publicKey)),
-    sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard],
+    sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard, widget],
     sockets: { routes: sockets, maxBufferedBytes: config.ws.maxBufferedBytes, idleTimeoutS: config.ws.idleTimeoutS },
     allowedOrigins: (publicKey) => services.public.allowedOrigins(publicKey),
   });

@@ -37,6 +37,7 @@ const EnvSchema = z.object({
   PARLEY_BOOTSTRAP: bool(true),
   PARLEY_DOCS_DIR: z.string().optional(),
   PARLEY_DASHBOARD_DIR: z.string().optional(),
+  PARLEY_WIDGET_DIR: z.string().optional(),
   PARLEY_BUILTIN_WORD_DELAY_MS: int(0, 0, 10_000),
   PARLEY_MAX_TURNS_IN_SETUP: int(64, 1, 100_000),
   PARLEY_ADMISSION_QUEUE: int(256, 0, 1_000_000),
@@ -112,6 +113,8 @@ export interface Config {
   docsDir: string;
   /** The built dashboard served at /dashboard (read once at start); default: the project's dist/web/dashboard/. */
   dashboardDir: string;
+  /** The built chat widget (`widget.js`) served at /widget.js (read once at start); default: the project's dist/web/widget/. */
+  widgetDir: string;
   /** Pause between words of the builtin model, ms (0 = only yield to the event loop). */
   builtinWordDelayMs: number;
   /**
@@ -179,6 +182,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bootstrap: e.PARLEY_BOOTSTRAP,
     docsDir: resolve(projectRoot, e.PARLEY_DOCS_DIR ?? 'docs'),
     dashboardDir: resolve(projectRoot, e.PARLEY_DASHBOARD_DIR ?? 'dist/web/dashboard'),
+    widgetDir: resolve(projectRoot, e.PARLEY_WIDGET_DIR ?? 'dist/web/widget'),
     builtinWordDelayMs: e.PARLEY_BUILTIN_WORD_DELAY_MS,
     admission: {
       maxInSetup: e.PARLEY_MAX_TURNS_IN_SETUP, maxWaiting: e.PARLEY_ADMISSION_QUEUE,

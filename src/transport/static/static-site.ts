@@ -56,6 +56,10 @@ export interface StaticSiteOptions {
   headers: Record<string, string>;
   /** What a 404 says when the folder is missing (e.g. how to build the site). */
   missingMessage: string;
+  /** `Cache-Control` of the files outside `immutablePrefix`; default `no-cache` (always revalidated). */
+  cacheControl?: string;
+  /** Only the mount path itself belongs to the site (a one-file site such as `/widget.js`), nothing under it. */
+  exact?: boolean;
 }
 
 /** A folder of built files served from memory under one URL prefix. */
@@ -145,7 +149,7 @@ export function loadStaticSite(opts: StaticSiteOptions): StaticSite {
       }
       files.set(rel, {
         contentType: CONTENT_TYPES[ext] ?? 'application/octet-stream',
-        cacheControl: rel.startsWith(opts.immutablePrefix) ? 'public, max-age=31536000, immutable' : 'no-cache',
+        cacheControl: rel.startsWith(opts.immutablePrefix) ? 'public, max-age=31536000, immutable' : (opts.cacheControl ?? 'no-cache'),
         identity: { body, etag: etagOf(body) },
         gzip,
       });
@@ -158,7 +162,7 @@ export function loadStaticSite(opts: StaticSiteOptions): StaticSite {
     mount: opts.mount,
     available,
     files: [...files.keys()],
-    owns: (path) => path === opts.mount || path.startsWith(prefix),
+    owns: (path) => path === opts.mount || (opts.exact !== true && path.startsWith(prefix)),
     answer(method, path, headers) {
       if (method !== 'GET' && method !== 'HEAD') {
         throw new AppError('method_not_allowed', `${method} is not allowed here; allowed: GET, HEAD.`, { headers: { ...opts.headers, Allow: 'GET, HEAD' } });
@@ -203,6 +207,26 @@ export function loadDashboard(dir: string): StaticSite {
       'Referrer-Policy': 'no-referrer',
       'Cross-Origin-Opener-Policy': 'same-origin',
       'Cross-Origin-Resource-Policy': 'same-origin',
+    },
+  });
+}
+
+/**
+ * The chat widget (`/widget.js`, one classic script built by `npm run build` into `dist/web/widget/`),
+ * loaded by `<script src>` from pages of any origin (docs/widget.md): `Access-Control-Allow-Origin: *`
+ * and `Cross-Origin-Resource-Policy: cross-origin` so no page's policy blocks it, `nosniff`, and a stable
+ * URL cached for 5 minutes, then served stale for up to a day while revalidated with its ETag, so a new
+ * build reaches every page within minutes without costing a round trip per page view.
+ */
+export function loadWidget(dir: string): StaticSite {
+  return loadStaticSite({
+    dir, mount: '/widget.js', fallback: 'widget.js', immutablePrefix: 'assets/', exact: true,
+    cacheControl: 'public, max-age=300, stale-while-revalidate=86400',
+    missingMessage: 'The widget is not built: run `npm run build`, then restart Parley.',
+    headers: {
+      'Access-Control-Allow-Origin': '*',
+      'Cross-Origin-Resource-Policy': 'cross-origin',
+      'X-Content-Type-Options': 'nosniff',
     },
   });
 }
