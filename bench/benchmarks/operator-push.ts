@@ -125,6 +125,8 @@ export async function operatorPush(ctx: Ctx): Promise<BenchOutcome> {
     count(`${n} conversations: server CPU per push (one at a time)`, 'ms', 'lower', seqRun ? (seqRun.serverCpuS / seqRun.result.pushes) * 1000 : undefined);
     count(`${n} conversations: listeners live (got the barrier push)`, 'count', 'higher', many.barrier.arrived);
     count(`${n} conversations: frames missed (measured pushes)`, 'count', 'lower', many.runs.reduce((a, r) => a + r.result.missed, 0));
+    count('1 conversation: listeners still open at the end', 'count', 'higher', one.stillOpen);
+    count(`${n} conversations: listeners still open at the end`, 'count', 'higher', many.stillOpen);
     count('POST failures (all scenarios)', 'count', 'lower', [one, many].reduce((a, s) => a + s.barrier.errors.total + s.runs.reduce((b, r) => b + r.result.errors.total, 0), 0));
 
     const notes = [

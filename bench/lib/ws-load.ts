@@ -414,9 +414,19 @@ export async function pushListen(job: Extract<WsJob, { type: 'push-listen' }>): 
       resolve();
     });
     ws.on('message', onListenerFrame);
-    ws.on('error', (err) => { countError(errors, err.code ?? err.message, isClientLimit(err.code ?? '')); resolve(); });
-    ws.on('unexpected-response', (_req, res) => { countError(errors, `http_${res.statusCode ?? 0}`); ws.terminate(); resolve(); });
-    ws.on('close', (code) => { if (l.open) l.open = false; else countError(errors, `closed_${code}`); resolve(); });
+    // One failure per socket: `error` and `unexpected-response` are followed by `close`.
+    let failed = false;
+    const fail = (code: string, clientLimit = false) => {
+      if (!failed) countError(errors, code, clientLimit);
+      failed = true;
+      resolve();
+    };
+    ws.on('error', (err) => fail(err.code ?? err.message, isClientLimit(err.code ?? '')));
+    ws.on('unexpected-response', (_req, res) => { fail(`http_${res.statusCode ?? 0}`); ws.terminate(); });
+    ws.on('close', (code) => {
+      if (l.open) l.open = false;
+      else fail(`closed_${code}`);
+    });
   });
   const worker = async () => {
     while (next < job.listeners.length && now() < deadline) await one(job.listeners[next++]!);
