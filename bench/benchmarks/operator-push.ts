@@ -2,7 +2,7 @@
  * operator-push: an operator's message (`POST /v1/conversations/{id}/messages`) reaching the visitors'
  * listening sockets (the listen-only `WS /v1/public/agents/{public_key}/conversations/{id}/ws`, authenticated
  * with the visitor token in its first frame). Measured in the load generator, one clock for both ends:
- * the time from the POST being written to its `token` frame (role operator, the whole text) arriving on
+ * the time from the POST being issued to its `token` frame (role operator, the whole text) arriving on
  * each listener, p50/p99 over several pushes.
  * - one conversation, N listeners (a conversation watched from N tabs/devices; the fan-out of one push);
  * - N conversations, one listener each: pushes one at a time to one conversation after another (the
@@ -45,7 +45,7 @@ export async function operatorPush(ctx: Ctx): Promise<BenchOutcome> {
     listeners: n, pushes_one_conversation: pushes, pushes_sequential: sequential, bursts, pause_ms: pauseMs, parley_env: env,
     socket: 'WS /v1/public/agents/{public_key}/conversations/{conversation_id}/ws, first frame {"type":"auth","visitor_token"}',
     push: 'POST /v1/conversations/{id}/messages {"content":"bench push <n>"} with the API key',
-    measured: 'POST written -> the operator token frame on each listener (load generator clock)',
+    measured: 'POST issued -> the operator token frame on each listener (load generator clock)',
   };
   const mock = await startMock(ctx.root, { ttftMs: 0 });
   const started = await Promise.allSettled([startParleyServer(ctx.root, parleyOptions(ctx, mock.url, env)), startLoadGen(ctx.root)] as const);
@@ -131,7 +131,7 @@ export async function operatorPush(ctx: Ctx): Promise<BenchOutcome> {
 
     const notes = [
       `listeners: the listen-only public socket, authenticated by the visitor token in its first frame; on one conversation all ${n} share its token. The per-address and per-visitor rate limits are lifted (${JSON.stringify(env)}): every socket comes from 127.0.0.1.`,
-      'latency: from the POST being written (load generator) to the operator token frame on each listener, read by the same process: one clock. The load generator reads every listener of a push in one event loop, so the last listener\'s time includes the client reading the frames before it.',
+      'latency: from the POST being issued (load generator; to its pool of 64 keep-alive connections, so a burst includes the wait for a free one) to the operator token frame on each listener, read by the same process: one clock. The load generator reads every listener of a push in one event loop, so the last listener\'s time includes the client reading the frames before it.',
       'each push is stored (SQLite, PARLEY_SQLITE_SYNCHRONOUS default) before it is pushed; the POST answer and the frames race.',
       `the conversations were created with ${n} public one-shot chats (mock upstream, zero latency) before the sockets opened; the conversations are not handed off (an operator message is allowed in any status but closed).`,
       ...[one, many].flatMap((s, i) => (s.listen.errors.total > 0 ? [`${i === 0 ? 'one conversation' : 'many conversations'}: socket errors ${JSON.stringify(s.listen.errors.byCode)} ${s.listen.errors.sample}`] : [])),

@@ -8,7 +8,7 @@
  *   was authenticated and the session runs.
  * - `push-listen` / `push-run` / `push-close`: listening sockets (listen-only public sockets) and timed
  *   operator messages (`POST /v1/conversations/{id}/messages`): for each push, the time from the POST
- *   being written to its `token` frame (role operator) arriving on every listener of that conversation.
+ *   being issued to its `token` frame (role operator) arriving on every listener of that conversation.
  * Frames are classified by byte markers (ws-frames.ts); only operator token frames are parsed.
  */
 import http from 'node:http';
@@ -459,8 +459,9 @@ let pushSeq = 0;
 /**
  * Runs the rounds: each round posts one operator message (`bench push <n>`, unique) to every listed
  * conversation at once, then waits until every open listener of those conversations got its `token`
- * frame, or `timeoutMs`; then `pauseMs`. Every latency counts from the moment its POST was handed to
- * the socket (after building the request).
+ * frame, or `timeoutMs`; then `pauseMs`. Every latency counts from the moment its POST was issued to
+ * the client's keep-alive pool (64 connections: in a burst, the wait for a free one is included, as an
+ * operator console behind one HTTP/1.1 pool would see it).
  */
 export async function pushRun(job: Extract<WsJob, { type: 'push-run' }>): Promise<PushRunResult> {
   const cpu0 = cpuNow();
