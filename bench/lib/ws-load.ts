@@ -60,7 +60,7 @@ export interface WsOpenResult { requested: number; live: number; errors: Errors;
 /** `push-listen`: sockets opened (upgrade completed) and the failures. */
 export interface PushListenResult { requested: number; opened: number; errors: Errors; wallS: number }
 
-/** `push-run`: times in ms from each POST being written. */
+/** `push-run`: times in ms from each POST being issued. */
 export interface PushRunResult {
   pushes: number;
   /** Frames that should have arrived (sum over pushes of the open listeners of the conversation). */
