@@ -15,6 +15,7 @@ import { oneShot } from './benchmarks/one-shot.js';
 import { ingest } from './benchmarks/ingest.js';
 import { shortTurns } from './benchmarks/short-turns.js';
 import { overload } from './benchmarks/overload.js';
+import { operatorPush } from './benchmarks/operator-push.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
@@ -24,6 +25,7 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   'first-token': firstToken,
   streams,
   connections,
+  'operator-push': operatorPush,
   'short-turns': shortTurns,
   overload,
   'one-shot': oneShot,

@@ -8,12 +8,14 @@
  */
 import { startLoadGen } from '../lib/loadgen-client.js';
 import type { ConnectionsOpenResult } from '../lib/loadgen.js';
-import { CpuMeter, openFds, rssBytes, tcpCounters, tcpDelta } from '../lib/proc.js';
-import { startBaselineServer, startFloorServer, startMock, startParleyServer, startPortkey, type Owned } from '../lib/processes.js';
+import { CpuMeter, openFds, openFilesLimit, rssBytes, tcpCounters, tcpDelta } from '../lib/proc.js';
+import { checkOpenFiles } from '../lib/ws-frames.js';
+import type { WsOpenResult, WsTargetSpec } from '../lib/ws-load.js';
+import { startBaselineServer, startFloorServer, startMock, startParleyServer, startPortkey, startWsBaselineServer, type Owned } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
 import type { TargetSpec } from '../lib/raw-client.js';
 import {
-  baselineTarget, directTarget, floorTarget, parleyOptions, parleyTarget, perTarget, portkeyTarget, quietGate, sleep, stopAll, TARGETS,
+  baselineTarget, directTarget, floorTarget, nn, parleyOptions, parleyTarget, perTarget, portkeyTarget, quietGate, sleep, stopAll, TARGETS,
   type Ctx, type TargetName,
 } from './common.js';
 
@@ -30,6 +32,23 @@ interface ConnResult {
   cpuOpenS: number;
   tcp: ReturnType<typeof tcpCounters>;
 }
+
+/** One server holding `n` idle authenticated WebSockets. */
+interface WsConnResult {
+  open: WsOpenResult;
+  rssAtStart: number;
+  rssBefore: number;
+  rssOpen: number;
+  rssAfterClose: number;
+  fdsOpen: number;
+  stillOpenAfterSettle: number;
+  closedByServer: number;
+  bytesPerSocket: number;
+  cpuOpenS: number;
+}
+
+/** The WebSocket sides: Parley (a fresh server) and the `ws` package's server (bench/baseline/ws-server.ts). */
+type WsSide = 'parley' | 'baseline';
 
 export async function connections(ctx: Ctx): Promise<BenchOutcome> {
   const smoke = ctx.smoke;
@@ -83,6 +102,43 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
     results[t] = r;
   };
 
+  const wsResults: Partial<Record<WsSide, WsConnResult>> = {};
+  const wsConcurrency = 64;
+  /**
+   * `n` idle authenticated sockets on one server: RSS before (after a warm-up of a few sockets opened and
+   * dropped) and with all of them open and live (each answered a ping), per socket. Only the server's
+   * process is read: the sockets' client side lives in the load generator, another process.
+   */
+  const measureWs = async (side: WsSide, proc: Owned, target: WsTargetSpec) => {
+    checkOpenFiles(`${side} (pid ${proc.pid})`, n, openFilesLimit(proc.pid));
+    checkOpenFiles(`the load generator (pid ${loadgen.pid})`, n, openFilesLimit(loadgen.pid));
+    await sleep(startSettleMs);
+    const rssAtStart = rssBytes(proc.pid);
+    ctx.log(`connections: ${side} WebSockets: RSS at start ${(rssAtStart / 2 ** 20).toFixed(1)} MiB; warm-up, then ${n} idle authenticated sockets (${wsConcurrency} handshakes at a time)`);
+    const warm = await loadgen.run<WsOpenResult>({ type: 'ws-open', target, count: smoke ? 20 : 500, concurrency: wsConcurrency, timeoutMs: 60_000 });
+    if (warm.live === 0) throw new Error(`${side}: no WebSocket went live in the warm-up: ${JSON.stringify(warm.errors.byCode)} ${warm.errors.sample}`);
+    await loadgen.run({ type: 'ws-close' });
+    await sleep(smoke ? 200 : 1000);
+    await quietGate(ctx, `${side}'s ${n} WebSockets`);
+    const rssBefore = rssBytes(proc.pid);
+    const meter = new CpuMeter({ server: proc.pid }).start();
+    const open = await loadgen.run<WsOpenResult>({ type: 'ws-open', target, count: n, concurrency: wsConcurrency, timeoutMs: smoke ? 20_000 : 180_000 });
+    await sleep(settleMs);
+    const cpuOpenS = meter.stop().cpuS.server ?? Number.NaN;
+    const rssOpen = rssBytes(proc.pid);
+    const fdsOpen = openFds(proc.pid);
+    const check = await loadgen.run<{ open: number; closedByServer: number }>({ type: 'ws-check' });
+    await loadgen.run({ type: 'ws-close' });
+    await sleep(settleMs);
+    const rssAfterClose = rssBytes(proc.pid);
+    const r: WsConnResult = {
+      open, rssAtStart, rssBefore, rssOpen, rssAfterClose, fdsOpen, stillOpenAfterSettle: check.open, closedByServer: check.closedByServer, cpuOpenS,
+      bytesPerSocket: open.live > 0 ? (rssOpen - rssBefore) / open.live : Number.NaN,
+    };
+    ctx.log(`  ${open.live}/${n} live (${open.errors.total} failures ${JSON.stringify(open.errors.byCode)}), RSS ${(rssBefore / 2 ** 20).toFixed(1)} -> ${(rssOpen / 2 ** 20).toFixed(1)} MiB (${(r.bytesPerSocket / 1024).toFixed(2)} KiB/socket), after close ${(rssAfterClose / 2 ** 20).toFixed(1)} MiB`);
+    wsResults[side] = r;
+  };
+
   try {
     // Direct first: the mock's own cost of a live streaming response.
     await measure('direct', mock, directTarget(mock, 'bench', true), directTarget(mock, 'mock-deltas-1', true));
@@ -92,13 +148,17 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
       startBaselineServer(ctx.root, mock.url),
       startFloorServer(ctx.root, mock.url, upstreamConnections),
       startPortkey(ctx.root),
+      // A fresh Parley for the WebSocket rows (the one above will have held 10,000 SSE streams), and the ws baseline.
+      startParleyServer(ctx.root, parleyOptions(ctx, mock.url)),
+      startWsBaselineServer(ctx.root),
     ] as const);
     for (const r of started) if (r.status === 'fulfilled') servers.push(r.value);
     const failure = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure) throw failure.reason;
-    const [parley, baseline, floor, portkey] = started.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [
+    const [parley, baseline, floor, portkey, parleyWs, wsBaseline] = started.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [
       Awaited<ReturnType<typeof startParleyServer>>, Awaited<ReturnType<typeof startBaselineServer>>,
       Awaited<ReturnType<typeof startFloorServer>>, Awaited<ReturnType<typeof startPortkey>>,
+      Awaited<ReturnType<typeof startParleyServer>>, Awaited<ReturnType<typeof startWsBaselineServer>>,
     ];
     const agent = await parley.createAgent('bench');
     const warmAgent = await parley.createAgent('mock-deltas-1');
@@ -113,6 +173,20 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
 
     await measure('portkey', portkey, portkeyTarget(portkey, mock, 'bench'), portkeyTarget(portkey, mock, 'mock-deltas-1'));
     await portkey.stop(3000);
+
+    // WebSockets: idle authenticated chat sockets (Authorization: Bearer sk_... on the upgrade), Parley then the ws baseline.
+    const wsAgent = await parleyWs.createAgent('bench');
+    try {
+      await measureWs('parley', parleyWs, {
+        name: 'parley-ws', url: `ws://127.0.0.1:${parleyWs.port}/v1/agents/${wsAgent}/chat/ws`, headers: { Authorization: `Bearer ${parleyWs.apiKey}` }, message: '',
+      });
+      await parleyWs.stop(3000);
+      await measureWs('baseline', wsBaseline, { name: 'ws-baseline', url: `ws://127.0.0.1:${wsBaseline.port}/v1/ws`, headers: { Authorization: `Bearer ${wsBaseline.apiKey}` }, message: '' });
+      await wsBaseline.stop(3000);
+    } catch (err) {
+      notes.push(`WebSocket rows missing: ${err instanceof Error ? err.message : String(err)}`);
+      ctx.log(`connections: WebSockets FAILED: ${err instanceof Error ? err.message : String(err)}`);
+    }
 
     const v = (f: (r: ConnResult) => number) => perTarget((t) => (results[t] ? f(results[t]!) : null));
     const row = (metric: string, unit: string, better: Row['better'], f: (r: ConnResult) => number): Row => ({ bench: 'connections', metric, unit, better, ...v(f) });
@@ -142,18 +216,46 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
       row('time to open them all', 's', 'lower', (r) => r.open.wallS),
       row('kernel SYN retransmits while opening', 'count', 'none', (r) => r.tcp.synRetrans),
     ];
+    const wsRow = (metric: string, unit: string, better: Row['better'], f: (r: WsConnResult) => number): Row => ({
+      bench: 'connections', metric: `WebSocket: ${metric}`, unit, better,
+      parley: wsResults.parley ? nn(f(wsResults.parley)) : null, baseline: wsResults.baseline ? nn(f(wsResults.baseline)) : null, direct: null,
+    });
+    const perSocket = wsRow(`RSS per idle authenticated socket (${n}; baseline: the ws package's server)`, 'KiB', 'lower', (r) => r.bytesPerSocket / 1024);
+    perSocket.target = { text: '<= 4 KiB per idle WebSocket', pass: smoke || perSocket.parley === null ? null : perSocket.parley <= 4 };
+    rows.push(
+      perSocket,
+      wsRow('sockets live (answered a ping)', 'count', 'higher', (r) => r.open.live),
+      wsRow('failures while opening', 'count', 'lower', (r) => r.open.errors.total),
+      wsRow('sockets still open after settle', 'count', 'higher', (r) => r.stillOpenAfterSettle),
+      wsRow('RSS at start', 'MiB', 'none', (r) => r.rssAtStart / 2 ** 20),
+      wsRow('RSS before (after warm-up)', 'MiB', 'none', (r) => r.rssBefore / 2 ** 20),
+      wsRow(`RSS with ${n} idle sockets`, 'MiB', 'none', (r) => r.rssOpen / 2 ** 20),
+      wsRow('RSS after the clients left', 'MiB', 'none', (r) => r.rssAfterClose / 2 ** 20),
+      wsRow('server open fds with all open', 'count', 'none', (r) => r.fdsOpen),
+      wsRow('server CPU to accept one (upgrade, auth, ping)', 'ms per socket', 'lower', (r) => (r.open.live > 0 ? (r.cpuOpenS / r.open.live) * 1000 : Number.NaN)),
+      wsRow('time to open them all', 's', 'lower', (r) => r.open.wallS),
+    );
     notes.push(`one "stream" is a visitor's SSE stream after its first token, including the server's upstream request (Parley's pool cap raised to ${upstreamConnections} so none waits in the queue; the floor's likewise).`);
     notes.push('Parley keeps a turn running after its client leaves (by design), so its "after close" RSS still holds those turns.');
     notes.push('Parley, the baseline, the floor and Portkey each hold one upstream socket per live stream (about 2 fds per visitor): see "server open fds".');
+    notes.push(`WebSocket rows: ${n} idle chat sockets (WS /v1/agents/{agent_id}/chat/ws with Authorization: Bearer sk_... on the upgrade) on a fresh Parley, against bench/baseline/ws-server.ts (the ws package's server on node:http, the same Bearer check, no store) in the baseline column. A socket counts when the server answered its {"type":"ping"} with pong; ${wsConcurrency} handshakes in flight at a time. Only the server process's RSS is read (the client sockets live in the load generator, another process).`);
+    for (const side of ['parley', 'baseline'] as const) {
+      const e = wsResults[side]?.open.errors;
+      if (e && e.total > 0) notes.push(`${side} WebSockets: open errors ${JSON.stringify(e.byCode)}${e.sample ? ` e.g. ${e.sample}` : ''}`);
+    }
     for (const t of TARGETS) {
       const e = results[t]?.open.errors;
       if (e && e.total > 0) notes.push(`${t}: open errors ${JSON.stringify(e.byCode)}${e.sample ? ` e.g. ${e.sample}` : ''}`);
     }
     const chartValues = (f: (r: ConnResult) => number) => Object.fromEntries(TARGETS.map((t) => [t, results[t] ? f(results[t]!) : null]));
     return {
-      name: 'connections', rows, config, results, notes,
+      name: 'connections', rows, config, results: { ...results, websocket: wsResults }, notes,
       charts: [
         { title: `RSS per live SSE stream (${n} streams)`, unit: 'KiB', groups: [{ label: 'per stream', values: chartValues((r) => r.bytesPerConnection / 1024) }] },
+        {
+          title: `RSS per idle authenticated WebSocket (${n}; baseline bar: the ws package's server)`, unit: 'KiB',
+          groups: [{ label: 'per socket', values: { parley: wsResults.parley ? wsResults.parley.bytesPerSocket / 1024 : null, baseline: wsResults.baseline ? wsResults.baseline.bytesPerSocket / 1024 : null } }],
+        },
         {
           title: 'Server RSS', unit: 'MiB',
           groups: [
@@ -167,6 +269,7 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
     };
   } finally {
     await loadgen.run({ type: 'connections-close' }).catch(() => undefined);
+    await loadgen.run({ type: 'ws-close' }).catch(() => undefined);
     await stopAll([loadgen, ...servers, mock]);
   }
 }

@@ -5,7 +5,9 @@
  */
 import { buildTarget, Conn, ConnPool, isTypedRefusal, type Exchange, type ExchangeResult, type Target, type TargetSpec } from './raw-client.js';
 import { cpuSeconds, hostBusySeconds, tcpCounters, tcpDelta, waitForQuietHost, type QuietGate } from './proc.js';
+import { scrapeWindow } from './scrape.js';
 import { Samples, summarize, type Summary } from './stats.js';
+import { pushCheck, pushClose, pushListen, pushRun, wsCheck, wsClose, wsOpen, wsStreams, type WsJob } from './ws-load.js';
 
 export type Job =
   | { type: 'warmup'; target: TargetSpec; count: number; concurrency: number; sse: boolean; timeoutMs: number }
@@ -35,7 +37,8 @@ export type Job =
   | { type: 'connections-open'; target: TargetSpec; count: number; rate: number; timeoutMs: number; idleOn?: 'marker' | 'token' }
   | { type: 'connections-check' }
   | { type: 'connections-close' }
-  | { type: 'one-shot'; target: TargetSpec; connections: number; durationMs: number; timeoutMs: number };
+  | { type: 'one-shot'; target: TargetSpec; connections: number; durationMs: number; timeoutMs: number }
+  | WsJob;
 
 /** Failures, split into the load generator's own limits and everything else (the server's). */
 export interface Errors {
@@ -415,28 +418,6 @@ async function streams(job: Extract<Job, { type: 'streams' }>): Promise<StreamsR
   };
 }
 
-/**
- * GET `path` on 127.0.0.1:`port` at fromMs (the answer is dropped: it resets the server's histogram)
- * and at toMs from now; resolves with the second answer's text and the time between the two.
- */
-async function scrapeWindow(port: number, m: { path: string; fromMs: number; toMs: number }): Promise<{ metricsText?: string; metricsWindowMs?: number; metricsError?: string }> {
-  const url = `http://127.0.0.1:${port}${m.path}`;
-  const t0 = now();
-  try {
-    await sleep(m.fromMs);
-    const first = await fetch(url);
-    await first.text();
-    const a = now();
-    await sleep(Math.max(0, m.toMs - (a - t0)));
-    const second = await fetch(url);
-    const text = await second.text();
-    if (!second.ok) return { metricsError: `GET ${m.path}: HTTP ${second.status}` };
-    return { metricsText: text, metricsWindowMs: now() - a };
-  } catch (err) {
-    return { metricsError: `GET ${m.path}: ${err instanceof Error ? err.message : String(err)}` };
-  }
-}
-
 function emptyResult(): ExchangeResult {
   return {
     ok: false, status: 0, error: undefined, errorBody: '', retryAfter: false, clientLimit: false, ttftMs: Number.NaN, idleMs: Number.NaN,
@@ -570,6 +551,14 @@ export async function runJob(job: Job): Promise<unknown> {
     case 'connections-check': return connectionsCheck();
     case 'connections-close': return connectionsClose();
     case 'one-shot': return oneShot(job);
+    case 'ws-streams': return wsStreams(job);
+    case 'ws-open': return wsOpen(job);
+    case 'ws-check': return wsCheck();
+    case 'ws-close': return wsClose();
+    case 'push-listen': return pushListen(job);
+    case 'push-run': return pushRun(job);
+    case 'push-check': return pushCheck();
+    case 'push-close': return pushClose();
   }
 }
 

@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import { parseOpenFilesLimit } from './ws-frames.js';
 
 let clockTicks: number | undefined;
 
@@ -211,3 +212,12 @@ export function machineInfo(projectRoot: string): MachineInfo {
 
 /** The open-files limit asked for in every spawned process (capped at the hard limit when lower). */
 export const OPEN_FILES_WANTED = 65536;
+
+/** The soft open-files limit (`ulimit -n`) of process `pid` from /proc/<pid>/limits; NaN when unreadable or unlimited. */
+export function openFilesLimit(pid: number): number {
+  try {
+    return parseOpenFilesLimit(readFileSync(`/proc/${pid}/limits`, 'utf8'));
+  } catch {
+    return Number.NaN;
+  }
+}

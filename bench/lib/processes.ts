@@ -308,3 +308,20 @@ export async function startPortkey(root: string): Promise<PortkeyProc> {
   await pollUntil('portkey HTTP', async () => ((await fetch(`${url}/`)).status > 0 ? true : undefined), { proc: p, timeoutMs: 30_000, everyMs: 100 });
   return Object.assign(p, { url, port });
 }
+
+// --------------------------------------------------------------------------------- WebSocket baseline
+
+export interface WsBaselineProc extends Owned {
+  url: string;
+  port: number;
+  apiKey: string;
+}
+
+/** Starts bench/baseline/ws-server.ts (the `ws` package's server holding authenticated idle sockets; key {@link BASELINE_KEY}). */
+export async function startWsBaselineServer(root: string): Promise<WsBaselineProc> {
+  const p = spawnNode('ws-baseline', join(root, 'dist/bench/baseline/ws-server.js'), {
+    args: ['--port', '0'], env: { BASELINE_API_KEY: BASELINE_KEY }, cwd: root,
+  });
+  const ready = await readyLine<{ url: string; port: number }>(p);
+  return Object.assign(p, { url: ready.url, port: ready.port, apiKey: BASELINE_KEY });
+}
