@@ -87,7 +87,7 @@ export function loadWidgetPreview(): StaticSite {
         throw new AppError('method_not_allowed', `${method} is not allowed here; allowed: GET, HEAD.`, { headers: { ...HEADERS, Allow: 'GET, HEAD' } });
       }
       const key = path.slice(PREVIEW_MOUNT.length + 1);
-      if (!KEY.test(key)) throw new AppError('not_found', 'No preview here: the path is /preview/<public key of a published agent>.', { headers: HEADERS });
+      if (!KEY.test(key)) throw new AppError('not_found', 'No preview here: the path is /preview/ followed by the public key (pk_...) of a published agent.', { headers: HEADERS });
       return { kind: 'bytes', status: 200, contentType: 'text/html; charset=utf-8', body: Buffer.from(previewHtml(key), 'utf8'), headers: HEADERS };
     },
   };
