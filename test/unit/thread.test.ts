@@ -3,7 +3,7 @@
  * (API.md "WebSockets") folded into one list, nothing shown twice.
  */
 import { describe, expect, it } from 'vitest';
-import type { Frame, Message } from '../../src/web/dashboard/api.js';
+import type { Frame, Message } from '../../src/web/dashboard/messages.js';
 import { addStored, applyFrame, EMPTY_THREAD, lastStoredId, type Thread } from '../../src/web/dashboard/thread.js';
 
 const C = 'conv_01TEST';

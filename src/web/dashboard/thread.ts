@@ -14,7 +14,7 @@
  *
  * Nothing is shown twice: messages are keyed by id, replies by turn.
  */
-import type { Citation, Frame, Message, MessageRole } from './api.js';
+import type { Citation, Frame, Message, MessageRole } from './messages.js';
 
 /** A tool the agent ran, as the view shows it. */
 export interface ToolLine {
