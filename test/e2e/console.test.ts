@@ -116,6 +116,14 @@ async function visitorAsks(message: string): Promise<{ conversationId: string; t
   return { conversationId: body.conversation_id, token: body.visitor_token, content: body.content };
 }
 
+/** A named visitor's first message (the name travels in `metadata`, which the console shows). */
+async function namedVisitorAsks(name: string, message: string): Promise<{ conversationId: string; token: string; content: string }> {
+  const r = await fetch(`${srv.url}/v1/public/agents/${publicKey}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message, metadata: { name } }) });
+  expect(r.status).toBe(200);
+  const body = (await r.json()) as { conversation_id: string; visitor_token: string; content: string };
+  return { conversationId: body.conversation_id, token: body.visitor_token, content: body.content };
+}
+
 /** The visitor asks for a person (the public handoff). */
 async function visitorWantsPerson(c: { conversationId: string; token: string }, reason: string): Promise<void> {
   const r = await fetch(`${srv.url}/v1/public/agents/${publicKey}/conversations/${c.conversationId}/handoff`, {
@@ -406,4 +414,47 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     await row(page, visitor.conversationId).waitFor();
     await close(tab);
   }, 60_000);
+
+  it('a busy inbox: waiting conversations first, the count matches the API, visitors named from metadata (the docs screenshot)', async () => {
+    const tab = await open({ width: 1360, height: 820 });
+    const { page } = tab;
+    const operator = await srv.addPerson({ role: 'operator' });
+    const maria = await namedVisitorAsks('Maria Gonzalez', 'How long do refunds take?');
+    await visitorWantsPerson(maria, 'refund');
+    const tom = await namedVisitorAsks('Tom Becker', 'How much does express shipping cost?');
+    const aiko = await namedVisitorAsks('Aiko Tanaka', 'Can I talk to a human, please?');
+    const lena = await namedVisitorAsks('Lena Fischer', 'When do parcels leave the warehouse?');
+    expect((await srv.api(`/v1/conversations/${lena.conversationId}/takeover`, { method: 'POST' })).status).toBe(200);
+    expect((await srv.api(`/v1/conversations/${lena.conversationId}/messages`, { body: { content: 'Hi Lena, yours left this morning.' } })).status).toBe(201);
+    // Maria's conversation: taken over, answered, and she writes back (forwarded to people, no agent turn).
+    expect((await srv.api(`/v1/conversations/${maria.conversationId}/takeover`, { method: 'POST' })).status).toBe(200);
+    await signIn(page, operator);
+    await row(page, maria.conversationId).click();
+    const view = page.getByRole('region', { name: 'Maria Gonzalez' });
+    await view.locator('[data-live="live"]').waitFor();
+    await view.getByLabel('Reply to Maria Gonzalez').fill('Hi Maria, I am Ada from the support team. Do you have your order number?');
+    await view.getByRole('button', { name: 'Send' }).click();
+    await view.locator('.msg-operator').waitFor();
+    const answer = await fetch(`${srv.url}/v1/public/agents/${publicKey}/chat`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'Yes, it is 4417. I sent the parcel back on Monday.', conversation_id: maria.conversationId, visitor_token: maria.token }),
+    });
+    expect(((await answer.json()) as { finish_reason: string }).finish_reason).toBe('handoff');
+    await view.locator('.msg-visitor').filter({ hasText: 'it is 4417' }).waitFor();
+    await view.getByLabel('Reply to Maria Gonzalez').fill('Thanks! I can see it arrived. The refund is on its way.');
+
+    // The list: every waiting conversation comes before any other, and the count is the API's.
+    await row(page, aiko.conversationId).locator('[data-status="pending_handoff"]').waitFor();
+    await row(page, tom.conversationId).waitFor();
+    const pending = ((await (await srv.api('/v1/conversations?status=pending_handoff&limit=100')).json()) as { data: unknown[] }).data.length;
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: new RegExp(`^Inbox\\W+${pending} waiting for a person$`) }).waitFor();
+    const statuses = await page.locator('.conv-item [data-status]').evaluateAll((els) => els.map((e: any) => e.dataset.status as string));
+    const firstOther = statuses.findIndex((st) => st !== 'pending_handoff');
+    expect(statuses.slice(firstOther).includes('pending_handoff')).toBe(false);
+    expect(statuses.filter((st) => st === 'pending_handoff')).toHaveLength(pending);
+    expect(await row(page, tom.conversationId).locator('.conv-item-name').textContent()).toBe('Tom Becker');
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: join(SHOTS, 'console.png') });
+    await close(tab);
+  }, 90_000);
 });

@@ -14,16 +14,17 @@ export function visitorName(c: Conversation): string {
   return `Visitor ${c.id.slice(-4).toUpperCase()}`;
 }
 
-/** Eight avatar colours (each with white text at 4.5:1 or more). */
-const HUES = ['#4338ca', '#0f766e', '#b45309', '#be185d', '#6d28d9', '#15803d', '#1d4ed8', '#9f1239'];
+/** How many avatar colours styles.css defines (`.avatar[data-hue]`, each with white text at 4.5:1 or more). */
+const HUE_COUNT = 8;
 
 /** A round avatar with the name's initials, its colour picked from the name. */
 export function Avatar({ name }: { name: string }) {
-  let h = 0;
-  for (const ch of name) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+  // FNV-1a over the UTF-16 units; the low bits of FNV vary least, so the colour comes from higher ones.
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
   const words = name.split(/\s+/).filter((w) => w !== '');
   const initials = (words.length > 1 ? words[0]![0]! + words[1]![0]! : name.slice(0, 2)).toUpperCase();
-  return <span class="avatar" aria-hidden="true" data-hue={h % HUES.length}>{initials}</span>;
+  return <span class="avatar" aria-hidden="true" data-hue={(h >>> 11) % HUE_COUNT}>{initials}</span>;
 }
 
 const STATUS: Record<ConversationStatus, { label: string; tone: string }> = {

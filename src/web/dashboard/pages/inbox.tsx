@@ -93,6 +93,10 @@ export function InboxPage({ session, org, inbox, snapshot }: { session: Session;
         {open === null
           ? (
             <div class="conv-empty">
+              <svg class="conv-empty-icon" viewBox="0 0 48 48" aria-hidden="true">
+                <path d="M8 10a4 4 0 0 1 4-4h18a4 4 0 0 1 4 4v12a4 4 0 0 1-4 4H18l-7 6v-6h1a4 4 0 0 1-4-4z" />
+                <path class="conv-empty-back" d="M38 18h2a4 4 0 0 1 4 4v12a4 4 0 0 1-4 4h-1v6l-7-6H24a4 4 0 0 1-4-4v-4" />
+              </svg>
               <p><strong>{snapshot.waiting > 0 ? `${snapshot.waiting} ${snapshot.waiting === 1 ? 'visitor is' : 'visitors are'} waiting for a person` : 'Pick a conversation'}</strong></p>
               <p class="muted small">Choose one on the left to follow it live, take it over and reply.</p>
             </div>
