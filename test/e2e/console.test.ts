@@ -18,6 +18,7 @@ import { openSocket, type Frame, type TestSocket } from '../helpers/ws-client.js
 // Browser globals used inside page.evaluate() callbacks (they run in Chromium, not in Node).
 declare const document: any;
 declare const navigator: any;
+declare function getComputedStyle(element: unknown): any;
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
@@ -412,6 +413,50 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     await page.screenshot({ path: join(SHOTS, 'console-360.png') });
     await view.getByRole('link', { name: '← Inbox' }).click();
     await row(page, visitor.conversationId).waitFor();
+    await close(tab);
+  }, 60_000);
+
+  it('works with the keyboard alone: a row opens with Enter, Take over moves on to the reply box, Enter sends', async () => {
+    const tab = await open();
+    const { page } = tab;
+    const operator = await srv.addPerson({ role: 'operator' });
+    const visitor = await visitorAsks('Is there a shop in Lisbon?');
+    await visitorWantsPerson(visitor, 'shop');
+    await signIn(page, operator);
+    const active = () => page.evaluate(() => {
+      const el = document.activeElement;
+      return { tag: el?.tagName.toLowerCase() ?? '', id: el?.id ?? '', text: el?.textContent?.trim() ?? '', conversation: el?.dataset?.conversation ?? '' };
+    });
+    const ring = () => page.evaluate(() => { const st = getComputedStyle(document.activeElement); return `${st.outlineWidth} ${st.outlineStyle}`; });
+
+    await page.getByLabel('Search conversations').focus();
+    await page.keyboard.type(visitorName(visitor.conversationId));
+    await row(page, visitor.conversationId).waitFor();
+    expect(await page.locator('.conv-item').count()).toBe(1);
+    await page.keyboard.press('Tab');
+    expect((await active()).conversation).toBe(visitor.conversationId);
+    expect(await ring()).toBe('2px solid');
+    await page.keyboard.press('Enter');
+    const view = page.getByRole('region', { name: visitorName(visitor.conversationId) });
+    await view.locator('[data-live="live"]').waitFor();
+
+    // Tab on from the row into the view: the first control is Take over.
+    for (let i = 0; i < 6 && (await active()).text !== 'Take over'; i++) await page.keyboard.press('Tab');
+    expect((await active()).text).toBe('Take over');
+    await page.keyboard.press('Enter');
+    await view.locator('.conv-sub [data-status="handed_off"]').waitFor();
+    // The button went disabled; the focus moved on to the reply box.
+    await page.waitForFunction(() => document.activeElement?.id === 'reply');
+    await page.keyboard.type('Yes, on Rua Augusta.');
+    await page.keyboard.press('Enter');
+    await view.getByRole('log').locator('.msg-operator').filter({ hasText: 'Yes, on Rua Augusta.' }).waitFor();
+    expect((await active()).id).toBe('reply');
+    // Shift+Enter is a new line, not a send.
+    await page.keyboard.type('Open');
+    await page.keyboard.press('Shift+Enter');
+    await page.keyboard.type('daily');
+    expect(await page.locator('#reply').inputValue()).toBe('Open\ndaily');
+    expect(await view.getByRole('log').locator('.msg-operator').count()).toBe(1);
     await close(tab);
   }, 60_000);
 

@@ -43,6 +43,11 @@ export function ConversationView({ session, conversationId, inbox, agents }: {
   const threadRef = useRef(thread);
   threadRef.current = thread;
   const logRef = useRef<HTMLDivElement>(null);
+  const replyRef = useRef<HTMLTextAreaElement>(null);
+  const takeOverRef = useRef<HTMLButtonElement>(null);
+  const titleRef = useRef<HTMLHeadingElement>(null);
+  /** Where the focus goes after an action whose button is then disabled (keyboard users keep their place). */
+  const focusNext = useRef<HTMLElement | null>(null);
   const stick = useRef(true);
 
   // Load the conversation and its messages, then follow it live from the last message read.
@@ -101,6 +106,14 @@ export function ConversationView({ session, conversationId, inbox, agents }: {
     return () => { gone = true; socket?.stop(); };
   }, [session, conversationId, inbox]);
 
+  // After an action, once its button is disabled and the others enabled, move the focus on.
+  useEffect(() => {
+    const target = focusNext.current;
+    if (target === null || busy !== null) return;
+    focusNext.current = null;
+    target.focus();
+  }, [busy, conversation]);
+
   // Keep the newest message in view while the reader is at the bottom.
   useLayoutEffect(() => {
     const el = logRef.current;
@@ -116,6 +129,8 @@ export function ConversationView({ session, conversationId, inbox, agents }: {
       setConversation(c);
       inbox.update(c);
       setFlash(DONE[verb]);
+      // Take over: on to the reply box; resolve: Take over is the next thing to do; close: the title.
+      focusNext.current = verb === 'takeover' ? replyRef.current : verb === 'resolve' ? takeOverRef.current : titleRef.current;
     } catch (err) {
       await failed(err);
     } finally {
@@ -185,7 +200,7 @@ export function ConversationView({ session, conversationId, inbox, agents }: {
         <a href={pathOf('inbox')} class="conv-back btn btn-quiet btn-sm" onClick={linkTo('inbox')}>← Inbox</a>
         <Avatar name={name} />
         <div class="conv-who">
-          <h2 id="conv-title">{name}</h2>
+          <h2 id="conv-title" tabIndex={-1} ref={titleRef}>{name}</h2>
           <p class="conv-sub">
             <StatusBadge status={status} />
             <span>via {agentName}</span>
@@ -193,7 +208,7 @@ export function ConversationView({ session, conversationId, inbox, agents }: {
           </p>
         </div>
         <div class="conv-actions" role="group" aria-label="Conversation actions">
-          <button type="button" class="btn btn-sm btn-primary" disabled={busy !== null || !(status === 'active' || status === 'pending_handoff')}
+          <button type="button" class="btn btn-sm btn-primary" ref={takeOverRef} disabled={busy !== null || !(status === 'active' || status === 'pending_handoff')}
             onClick={() => { void act('takeover'); }}>{busy === 'takeover' ? 'Taking over…' : 'Take over'}</button>
           <button type="button" class="btn btn-sm" disabled={busy !== null || !(status === 'pending_handoff' || status === 'handed_off')}
             title="Hand the conversation back to the agent" onClick={() => { void act('resolve'); }}>{busy === 'resolve' ? 'Resolving…' : 'Resolve'}</button>
@@ -211,7 +226,7 @@ export function ConversationView({ session, conversationId, inbox, agents }: {
         <p role="status" class="conv-flash">{flash}</p>
         <form onSubmit={reply} class={closed ? 'composer composer-closed' : 'composer'}>
           <label for="reply" class="visually-hidden">{closed ? 'Reply (the conversation is closed)' : `Reply to ${name}`}</label>
-          <textarea id="reply" rows={3} value={draft} disabled={closed} maxLength={32_000} aria-describedby="reply-hint"
+          <textarea id="reply" ref={replyRef} rows={3} value={draft} disabled={closed} maxLength={32_000} aria-describedby="reply-hint"
             placeholder={closed ? 'This conversation is closed.' : `Reply to ${name}… (Enter sends, Shift+Enter for a new line)`}
             onInput={(e) => setDraft(e.currentTarget.value)}
             onKeyDown={(e) => {
