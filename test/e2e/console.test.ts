@@ -405,7 +405,9 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     const visitor = await visitorAsks('How long do refunds take?');
     await signIn(page, operator);
     const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    await row(page, visitor.conversationId).waitFor();
     expect(await overflow()).toBe(0);
+    await page.screenshot({ path: join(SHOTS, 'console-360-inbox.png') });
     await row(page, visitor.conversationId).click();
     const view = page.getByRole('region', { name: visitorName(visitor.conversationId) });
     await view.locator('.msg-agent').waitFor();
@@ -413,6 +415,12 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     await page.screenshot({ path: join(SHOTS, 'console-360.png') });
     await view.getByRole('link', { name: '← Inbox' }).click();
     await row(page, visitor.conversationId).waitFor();
+    // The agents page too.
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Agents' }).click();
+    await heading(page, 'Agents');
+    await page.getByRole('row').filter({ hasText: 'Help desk' }).waitFor();
+    expect(await overflow()).toBe(0);
+    await page.screenshot({ path: join(SHOTS, 'console-360-agents.png'), fullPage: true });
     await close(tab);
   }, 60_000);
 
