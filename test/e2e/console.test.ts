@@ -508,6 +508,14 @@ describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
     expect(await row(page, tom.conversationId).locator('.conv-item-name').textContent()).toBe('Tom Becker');
     await page.waitForTimeout(300);
     await page.screenshot({ path: join(SHOTS, 'console.png') });
+
+    // Aiko asked the agent for a person: its reply shows the tool it ran and how the turn ended.
+    await row(page, aiko.conversationId).click();
+    const aikoView = page.getByRole('region', { name: 'Aiko Tanaka' });
+    const reply = aikoView.getByRole('log').locator('.msg-agent');
+    await reply.waitFor();
+    expect(await reply.getByRole('list', { name: 'Tools used' }).textContent()).toContain('Used handoff_to_human');
+    expect(await reply.locator('.msg-note').textContent()).toBe('Handed to a person');
     await close(tab);
   }, 90_000);
 });
