@@ -42,6 +42,7 @@ import type { Services } from './transport/http/services.js';
 import type { RouteDef } from './transport/http/types.js';
 import { SseHub } from './transport/sse/sse-writer.js';
 import { loadDashboard, loadWidget } from './transport/static/static-site.js';
+import { loadWidgetPreview } from './transport/static/widget-preview.js';
 import { startUwsServer } from './transport/uws/server.js';
 
 /** A running Parley instance. */
@@ -142,7 +143,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const server = await startUwsServer({
     host: config.host, port: config.port, router: new Router(routes),
     dispatch: createDispatcher(access, (publicKey) => services.public.allowedOrigins(publicKey)),
-    sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard, widget],
+    sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard, widget, loadWidgetPreview()],
     sockets: { routes: sockets, maxBufferedBytes: config.ws.maxBufferedBytes, idleTimeoutS: config.ws.idleTimeoutS },
     allowedOrigins: (publicKey) => services.public.allowedOrigins(publicKey),
   });

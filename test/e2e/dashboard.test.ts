@@ -90,13 +90,23 @@ async function close(tab: Tab): Promise<void> {
 
 const heading = (page: Page, name: string) => page.getByRole('heading', { name, exact: true, level: 1 }).waitFor();
 
-/** Signs in through the sign-in page and waits for the first page of the dashboard. */
+/**
+ * Signs in through the sign-in page, waits for the first page of the dashboard (the inbox, or the
+ * organization picker), and then opens the section `landing` from the navigation.
+ */
 async function signIn(page: Page, person: { email: string; password: string }, landing = 'API keys'): Promise<void> {
   await page.goto('/dashboard');
   await heading(page, 'Sign in');
   await page.getByLabel('E-mail').fill(person.email);
   await page.getByLabel('Password').fill(person.password);
   await page.getByRole('button', { name: 'Sign in' }).click();
+  if (landing === 'Choose an organization') {
+    await heading(page, landing);
+    return;
+  }
+  await heading(page, 'Inbox');
+  if (landing === 'Inbox') return;
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: landing, exact: true }).click();
   await heading(page, landing);
 }
 
@@ -262,10 +272,15 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
     await page.keyboard.press('ControlOrMeta+A');
     await page.keyboard.type(person.password);
     await page.keyboard.press('Enter');
-    await heading(page, 'API keys');
+    await heading(page, 'Inbox');
+    // The first page's title has the focus.
+    expect((await activeElement(page)).tag).toBe('h1');
 
-    // In the app: the new page's title has the focus; Tab reaches "Create key"; Enter opens the dialog
-    // with the focus in its field; Escape closes it and the focus returns to the button.
+    // In the app: a page opened from the navigation puts the focus on its title; Tab reaches "Create key";
+    // Enter opens the dialog with the focus in its field; Escape closes it and the focus returns to the button.
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'API keys' }).focus();
+    await page.keyboard.press('Enter');
+    await heading(page, 'API keys');
     expect((await activeElement(page)).tag).toBe('h1');
     await page.keyboard.press('Tab');
     expect((await activeElement(page)).text).toBe('Create key');
@@ -292,18 +307,23 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
 
     await signIn(page, person, 'Choose an organization');
     await page.getByRole('button', { name: /Second org/ }).click();
-    await heading(page, 'API keys');
+    await heading(page, 'Inbox');
     expect(await page.getByRole('banner').textContent()).toContain('Second org');
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual(['Inbox', 'API keys', 'Agents', 'Members']);
 
     await page.reload();
-    await heading(page, 'API keys');
+    await heading(page, 'Inbox');
     expect(await page.getByRole('banner').textContent()).toContain('Second org');
 
-    // An operator in the other organization: no key management there, the agents list instead.
+    // An operator in the other organization: no key management there.
     await page.getByRole('link', { name: 'Switch organization' }).click();
     await page.getByRole('button', { name: /Test org/ }).click();
-    await heading(page, 'Agents');
-    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual(['Agents', 'Members']);
+    await heading(page, 'Inbox');
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual(['Inbox', 'Agents', 'Members']);
+    // The keys page, asked for by its address, opens the inbox instead.
+    await page.goto('/dashboard/keys');
+    await heading(page, 'Inbox');
+    expect(new URL(page.url()).pathname).toBe('/dashboard/inbox');
     await close(tab);
   });
 
@@ -393,11 +413,11 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
       // Three tabs load at once; each needs an access token, so each refreshes.
       await Promise.all([tab.page.reload(), ...others.map((p) => p.goto('/dashboard'))]);
       const landed = await Promise.all([tab.page, ...others].map(async (p) => {
-        const title = p.getByRole('heading', { level: 1, name: /^(API keys|Sign in)$/ });
+        const title = p.getByRole('heading', { level: 1, name: /^(API keys|Inbox|Sign in)$/ });
         await title.waitFor();
         return title.textContent();
       }));
-      expect(landed).toEqual(['API keys', 'API keys', 'API keys']);
+      expect(landed).toEqual(['API keys', 'Inbox', 'Inbox']);
       expect(refreshes).toEqual([200, 200, 200]);
       expect(mostInFlight).toBe(1);
       // Had two of them sent the same token, the server would have ended the session (reuse).
@@ -515,7 +535,7 @@ describe.skipIf(!hasChromium)('npm start', () => {
       await page.getByLabel('E-mail').fill(creds.owner_email);
       await page.getByLabel('Password').fill(creds.owner_password);
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await heading(page, 'API keys');
+      await heading(page, 'Inbox');
       expect(await page.getByRole('banner').textContent()).toContain('Demo organization');
       await page.getByRole('link', { name: 'Agents' }).click();
       await page.getByRole('row').filter({ hasText: 'Parley Guide' }).waitFor();

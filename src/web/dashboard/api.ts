@@ -112,3 +112,5 @@ export async function send(path: string, init: RequestInit): Promise<Response> {
 export function jsonBody(body: unknown): RequestInit {
   return { body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } };
 }
+
+export type { Citation, Conversation, ConversationStatus, Frame, Message, MessageRole, ToolRun } from './messages.js';

@@ -1,10 +1,13 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Organization, User } from './api.js';
+import { Inbox, type InboxSnapshot } from './inbox.js';
 import { Logo } from './logo.js';
 import { AgentsPage } from './pages/agents.js';
 import { ApiKeysPage } from './pages/api-keys.js';
+import { InboxPage } from './pages/inbox.js';
 import { MembersPage } from './pages/members.js';
 import { OrganizationsPage } from './pages/organizations.js';
+import { PreviewPage } from './pages/preview.js';
 import { canManage, roleLabel } from './pages/roles.js';
 import { SignInPage } from './pages/sign-in.js';
 import { linkTo, navigate, pathOf, usePage, type PageName } from './router.js';
@@ -71,7 +74,25 @@ export function App({ session }: { session: Session }) {
   );
 }
 
-const TITLES: Record<PageName, string> = { keys: 'API keys', agents: 'Agents', members: 'Members', organizations: 'Organizations', home: 'Dashboard' };
+const TITLES: Record<PageName, string> = {
+  inbox: 'Inbox', keys: 'API keys', agents: 'Agents', members: 'Members', organizations: 'Organizations', preview: 'Widget preview', home: 'Dashboard',
+};
+
+/**
+ * The organization's inbox (src/web/dashboard/inbox.ts), live while the shell is shown: the inbox page
+ * reads it, and the navigation shows how many conversations wait for a person on every page.
+ */
+function useInbox(session: Session, orgId: string): { inbox: Inbox | null; snapshot: InboxSnapshot | null } {
+  const [state, setState] = useState<{ inbox: Inbox | null; snapshot: InboxSnapshot | null }>({ inbox: null, snapshot: null });
+  useEffect(() => {
+    const inbox = new Inbox(session, orgId);
+    setState({ inbox, snapshot: inbox.snapshot });
+    const unsubscribe = inbox.subscribe((snapshot) => setState({ inbox, snapshot }));
+    inbox.start();
+    return () => { unsubscribe(); inbox.stop(); };
+  }, [session, orgId]);
+  return state;
+}
 
 /** The header (organization, person, sign-out), the section tabs, and the current page. */
 function Shell({ session, user, organizations, org, page, onSignOut, signingOut }: {
@@ -79,12 +100,16 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
   onSignOut: () => void; signingOut: boolean;
 }) {
   const manager = canManage(org);
-  // The mount itself, and the keys page for an operator (who may not manage keys), open the first section.
-  const shown: PageName = page === 'home' || (page === 'keys' && !manager) ? (manager ? 'keys' : 'agents') : page;
+  const { inbox, snapshot } = useInbox(session, org.id);
+  // The mount itself, and the keys page for an operator (who may not manage keys), open the inbox.
+  const shown: PageName = page === 'home' || (page === 'keys' && !manager) ? 'inbox' : page;
   useEffect(() => { if (shown !== page) navigate(shown, true); }, [shown, page]);
-  useEffect(() => { document.title = `${TITLES[shown]} · ${org.name} · Parley`; }, [shown, org.name]);
+  const waiting = snapshot?.waiting ?? 0;
+  useEffect(() => {
+    document.title = `${waiting > 0 && shown === 'inbox' ? `(${waiting}) ` : ''}${TITLES[shown]} · ${org.name} · Parley`;
+  }, [shown, org.name, waiting]);
 
-  const tabs: Array<[PageName, string]> = [...(manager ? [['keys', 'API keys'] as [PageName, string]] : []), ['agents', 'Agents'], ['members', 'Members']];
+  const tabs: Array<[PageName, string]> = [['inbox', 'Inbox'], ...(manager ? [['keys', 'API keys'] as [PageName, string]] : []), ['agents', 'Agents'], ['members', 'Members']];
 
   return (
     <div class="shell">
@@ -107,14 +132,23 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
         <nav class="tabs" aria-label="Sections">
           <div class="tabs-inner">
             {tabs.map(([p, label]) => (
-              <a key={p} href={pathOf(p)} class="tab" onClick={linkTo(p)} aria-current={p === shown ? 'page' : undefined}>{label}</a>
+              <a key={p} href={pathOf(p)} class="tab" onClick={linkTo(p)} aria-current={p === shown || (p === 'agents' && shown === 'preview') ? 'page' : undefined}>
+                {label}
+                {p === 'inbox' && waiting > 0 && (
+                  <span class="tab-count" data-testid="waiting-count">
+                    <span class="visually-hidden">, </span>{waiting > 99 ? '99+' : waiting}<span class="visually-hidden"> waiting for a person</span>
+                  </span>
+                )}
+              </a>
             ))}
           </div>
         </nav>
       </header>
-      <main id="main" class="container" tabIndex={-1}>
+      <main id="main" class={shown === 'inbox' ? 'container container-inbox' : 'container'} tabIndex={-1}>
+        {shown === 'inbox' && inbox !== null && snapshot !== null && <InboxPage key={org.id} session={session} org={org} inbox={inbox} snapshot={snapshot} />}
         {shown === 'keys' && <ApiKeysPage key={org.id} session={session} org={org} />}
         {shown === 'agents' && <AgentsPage key={org.id} session={session} org={org} />}
+        {shown === 'preview' && <PreviewPage key={org.id} session={session} org={org} />}
         {shown === 'members' && <MembersPage key={org.id} session={session} org={org} user={user} />}
       </main>
     </div>

@@ -7,53 +7,79 @@ import { useEffect, useState } from 'preact/hooks';
 /** Where the dashboard is mounted. */
 export const BASE = '/dashboard';
 
-export type PageName = 'keys' | 'agents' | 'members' | 'organizations' | 'home';
+export type PageName = 'inbox' | 'keys' | 'agents' | 'members' | 'organizations' | 'preview' | 'home';
 
-const PAGES: readonly PageName[] = ['keys', 'agents', 'members', 'organizations'];
+const PAGES: readonly PageName[] = ['inbox', 'keys', 'agents', 'members', 'organizations', 'preview'];
 
-/** The page of a location path: `/dashboard/keys` is `keys`; the mount itself and anything unknown is `home`. */
+/** The part of a location path after the mount, without slashes at the ends. */
+function restOf(pathname: string): string {
+  return pathname.startsWith(`${BASE}/`) ? pathname.slice(BASE.length + 1).replace(/\/+$/, '') : '';
+}
+
+/**
+ * The page of a location path: `/dashboard/keys` is `keys`, `/dashboard/inbox/conv_...` is `inbox` (with
+ * that conversation open); the mount itself and anything unknown is `home`.
+ */
 export function pageOf(pathname: string): PageName {
-  const rest = pathname.startsWith(`${BASE}/`) ? pathname.slice(BASE.length + 1).replace(/\/+$/, '') : '';
+  const rest = restOf(pathname);
+  if (conversationOf(pathname) !== null) return 'inbox';
   return (PAGES as readonly string[]).includes(rest) ? rest as PageName : 'home';
 }
 
-/** The path of a page. */
-export function pathOf(page: PageName): string {
-  return page === 'home' ? BASE : `${BASE}/${page}`;
+/** The conversation open in the inbox (`/dashboard/inbox/conv_...`), or null. */
+export function conversationOf(pathname: string): string | null {
+  const m = /^inbox\/(conv_[0-9A-Za-z]{1,64})$/.exec(restOf(pathname));
+  return m === null ? null : m[1]!;
+}
+
+/** The path of a page; `detail` is the conversation of the inbox, or the query string of a page (`?agent=...`). */
+export function pathOf(page: PageName, detail?: string): string {
+  if (page === 'home') return BASE;
+  if (detail === undefined) return `${BASE}/${page}`;
+  return detail.startsWith('?') ? `${BASE}/${page}${detail}` : `${BASE}/${page}/${detail}`;
 }
 
 const listeners = new Set<() => void>();
 window.addEventListener('popstate', () => { for (const fn of listeners) fn(); });
 
-/** Goes to `page`; `replace` rewrites the current history entry instead of adding one. */
-export function navigate(page: PageName, replace = false): void {
-  const path = pathOf(page);
-  if (location.pathname !== path) {
+/** Goes to `page` (with `detail`, see pathOf); `replace` rewrites the current history entry instead of adding one. */
+export function navigate(page: PageName, replace = false, detail?: string): void {
+  const path = pathOf(page, detail);
+  if (location.pathname + location.search !== path) {
     if (replace) history.replaceState(null, '', path);
     else history.pushState(null, '', path);
   }
   for (const fn of listeners) fn();
 }
 
-/** The current page, re-rendering on navigation. */
-export function usePage(): PageName {
-  const [page, setPage] = useState(() => pageOf(location.pathname));
+/** The current location's path and query string, re-rendering on navigation. */
+export function useLocation(): { pathname: string; search: string } {
+  const read = () => ({ pathname: location.pathname, search: location.search });
+  const [where, setWhere] = useState(read);
   useEffect(() => {
-    const update = () => setPage(pageOf(location.pathname));
+    const update = () => setWhere((old) => {
+      const now = read();
+      return now.pathname === old.pathname && now.search === old.search ? old : now;
+    });
     listeners.add(update);
     return () => { listeners.delete(update); };
   }, []);
-  return page;
+  return where;
+}
+
+/** The current page, re-rendering on navigation. */
+export function usePage(): PageName {
+  return pageOf(useLocation().pathname);
 }
 
 /**
  * A click handler for a link to `page`: a plain click navigates in place; a click with a modifier key
  * (new tab, new window) is left to the browser, which loads the same path from the server.
  */
-export function linkTo(page: PageName): (e: MouseEvent) => void {
+export function linkTo(page: PageName, detail?: string): (e: MouseEvent) => void {
   return (e) => {
     if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
     e.preventDefault();
-    navigate(page);
+    navigate(page, false, detail);
   };
 }

@@ -1,21 +1,54 @@
+import { useState } from 'preact/hooks';
 import type { Agent, Organization, Page } from '../api.js';
+import { linkTo, pathOf } from '../router.js';
 import type { Session } from '../session.js';
-import { formatDate, ListFooter, pageQuery, PageTitle, usePagedList } from '../ui.js';
+import { ErrorAlert, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, StatusMessage, usePagedList } from '../ui.js';
+import { EmbedBox } from './embed.js';
+import { canManage } from './roles.js';
 
 const agentId = (a: Agent) => a.id;
 
-/** The organization's agents with their model and whether they are published. */
+/**
+ * The organization's agents with their model and whether they are published; owners and admins publish
+ * and unpublish (API.md "Agents"). A published agent's embed tag is shown ready to paste, with a link to
+ * the widget preview.
+ */
 export function AgentsPage({ session, org }: { session: Session; org: Organization }) {
   const list = usePagedList<Agent>((after) => session.request<Page<Agent>>('GET', `/v1/agents${pageQuery(after)}`), agentId, org.id);
+  const manager = canManage(org);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [flash, setFlash] = useState('');
+  const [confirming, setConfirming] = useState<Agent | null>(null);
+
+  async function publish(agent: Agent, on: boolean) {
+    setBusy(agent.id);
+    setError(null);
+    setFlash('');
+    try {
+      await session.request('POST', `/v1/agents/${encodeURIComponent(agent.id)}/${on ? 'publish' : 'unpublish'}`);
+      setFlash(on ? `“${agent.name}” is published: paste its embed tag into your website.` : `“${agent.name}” is unpublished: its public key no longer works.`);
+      list.reload();
+    } catch (err) {
+      setError(messageOf(err));
+    } finally {
+      setBusy(null);
+      setConfirming(null);
+    }
+  }
+
+  const published = (list.items ?? []).filter((a) => a.published && a.public_key !== null);
 
   return (
     <>
       <div class="page-head">
         <div>
           <PageTitle>Agents</PageTitle>
-          <p class="muted">The agents of {org.name}. Create and change them with the API (<code>/v1/agents</code>).</p>
+          <p class="muted">The agents of {org.name}. Create and change them with the API (<code>/v1/agents</code>); publish one to chat with visitors on your website.</p>
         </div>
       </div>
+      <ErrorAlert message={error} />
+      <StatusMessage message={flash} />
       {list.items !== null && list.items.length === 0 && (
         <div class="empty">
           <p><strong>No agents yet.</strong></p>
@@ -27,7 +60,7 @@ export function AgentsPage({ session, org }: { session: Session; org: Organizati
           <table class="table">
             <caption class="visually-hidden">Agents of {org.name}</caption>
             <thead>
-              <tr><th scope="col">Name</th><th scope="col">Model</th><th scope="col">Public chat</th><th scope="col">Created</th></tr>
+              <tr><th scope="col">Name</th><th scope="col">Model</th><th scope="col">Public chat</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr>
             </thead>
             <tbody>
               {list.items.map((agent) => (
@@ -46,6 +79,19 @@ export function AgentsPage({ session, org }: { session: Session; org: Organizati
                     </div>
                   </td>
                   <td data-label="Created">{formatDate(agent.created_at)}</td>
+                  <td class="cell-actions">
+                    <div class="actions">
+                      {agent.published && (
+                        <a class="btn btn-sm" href={pathOf('preview', `?agent=${agent.id}`)} onClick={linkTo('preview', `?agent=${agent.id}`)}
+                          aria-label={`Preview the widget of ${agent.name}`}>Preview</a>
+                      )}
+                      {manager && (agent.published
+                        ? <button type="button" class="btn btn-sm btn-danger-quiet" disabled={busy !== null} aria-label={`Unpublish ${agent.name}`}
+                          onClick={() => { setFlash(''); setConfirming(agent); }}>Unpublish</button>
+                        : <button type="button" class="btn btn-sm btn-primary" disabled={busy !== null} aria-label={`Publish ${agent.name}`}
+                          onClick={() => { void publish(agent, true); }}>{busy === agent.id ? 'Publishing…' : 'Publish'}</button>)}
+                    </div>
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -53,6 +99,26 @@ export function AgentsPage({ session, org }: { session: Session; org: Organizati
         </div>
       )}
       <ListFooter list={list} noun="agents" />
+      {published.length > 0 && (
+        <section class="card embed-card" aria-labelledby="embed-title">
+          <h2 id="embed-title" class="card-title">Put the chat on your website</h2>
+          <p class="muted small">Paste the tag into the pages where visitors should see the chat button, before <code>&lt;/body&gt;</code>. Optional attributes: <code>data-title</code>, <code>data-color</code>, <code>data-open</code>.</p>
+          {published.map((a) => <EmbedBox key={a.id} id={`embed-${a.id}`} name={a.name} publicKey={a.public_key!} />)}
+        </section>
+      )}
+      {confirming !== null && (
+        <Modal title={`Unpublish “${confirming.name}”?`} onClose={() => setConfirming(null)}>
+          <div class="stack">
+            <p>Its public key <code>{confirming.public_key}</code> stops working at once: the chat disappears from every website that embeds it, and open visitor chats are cut. Publishing again gives a new key.</p>
+            <div class="modal-actions">
+              <button type="button" class="btn" onClick={() => setConfirming(null)}>Cancel</button>
+              <button type="button" class="btn btn-danger" disabled={busy !== null} onClick={() => { void publish(confirming, false); }}>
+                {busy === confirming.id ? 'Unpublishing…' : 'Unpublish'}
+              </button>
+            </div>
+          </div>
+        </Modal>
+      )}
     </>
   );
 }
