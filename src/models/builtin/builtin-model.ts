@@ -1,7 +1,8 @@
 /**
  * The `builtin` model (DESIGN.md "Models"): an offline, deterministic, extractive agent model. It answers
- * from the passages retrieved for the turn by quoting the sentences that best match the question, each
- * followed by a `[n]` citation marker, and streams the answer word by word. It needs no network and no
+ * from the passages retrieved for the turn by quoting the sentences that best cover the question's terms
+ * (Porter2 stems, weighted by rarity), each followed by a `[n]` citation marker, and streams the answer
+ * word by word. bench/benchmarks/answers.ts measures it. It needs no network and no
  * key, so the service runs and the tests pass without an upstream.
  */
 import { createHash } from 'node:crypto';
@@ -414,13 +415,19 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
  * Create the `builtin` model provider.
  *
  * `stream(input, signal, onPart)`:
- * - Question = the last `user` message. Terms = its lower-cased words minus stopwords and words of
- *   <= 2 chars, lightly stemmed (`streams` matches `streaming`).
- * - Each passage (best first) is split into sentences; a sentence scores the number of distinct terms it
- *   holds, plus a bonus (< 1 in total) for the passage's rank and for terms in its title/heading. Up to 3
- *   sentences (about 700 chars) scoring >= 1 term are chosen, preferring coverage of distinct terms, and
- *   output in passage then sentence order, each with a `[n]` marker (n = 1-based position of its passage
- *   in `input.passages`). With 2+ sentences the answer starts with `Here is what the knowledge base says:`.
+ * - Question = the last `user` message. Terms = its words minus stopwords (src/text/stopwords.ts) and
+ *   words of <= 2 chars, as Porter2 stems (src/text/terms.ts: `listeners` matches `listening`).
+ * - Each passage (best first) is split into prose sentences (passageSentences: no code, no bare
+ *   parameter lists, no lead-ins ending in `:`). A question term weighs ln(1 + S / df) over the S
+ *   sentences (df: sentences holding it); a sentence also holds the terms of its section's API label
+ *   (apiLabel). Sentences are chosen greedily (select): the best value first (new term weight, plus a
+ *   quarter of repeated term weight, plus bonuses for passage rank, a heading that matches the question
+ *   and the opening sentence of an API section), then only sentences that add a term (or continue a
+ *   chosen one), hold 2+ terms unless their passage is already quoted, and reach 35% of the first
+ *   value; at most 3 sentences, about 700 chars. They are output in passage then sentence order, each
+ *   with a `[n]` marker (n = 1-based position of its passage in `input.passages`), the first sentence of
+ *   a passage with an API label prefixed `label: ` unless it names the API already. With 2+ sentences
+ *   the answer starts with `Here is what the knowledge base says:`.
  * - A greeting/thanks without terms gets a short friendly reply; otherwise no matching sentence gives
  *   exactly `I could not find anything about that in the knowledge base.` with no citations.
  * - Emits one `text-delta` per word including its trailing whitespace (deltas concatenate to the answer),
