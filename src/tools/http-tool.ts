@@ -137,7 +137,14 @@ export async function runHttpTool(tool: HttpTool, rawArgs: string, ctx: HttpTool
     const error = 'invalid arguments: not valid JSON';
     return done({ output: { error }, is_error: true, status: 'failed', http_status: null, error, response_bytes: 0 });
   }
-  const validate = compileParameters(tool.parameters);
+  let validate: ValidateFunction;
+  try {
+    validate = compileParameters(tool.parameters);
+  } catch (err) {
+    // Only a tool stored without the save-time check (an older version, a direct store write) gets here.
+    const error = `the tool's parameters schema is invalid: ${err instanceof Error ? err.message : String(err)}`;
+    return done({ output: { error }, is_error: true, status: 'failed', http_status: null, error, response_bytes: 0 });
+  }
   if (typeof args !== 'object' || args === null || Array.isArray(args) || !validate(args)) {
     const details = typeof args !== 'object' || args === null || Array.isArray(args)
       ? 'arguments must be a JSON object'
