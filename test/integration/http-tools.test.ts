@@ -129,6 +129,14 @@ describe('HTTP tools', () => {
     expect(agent.tools).toEqual(['search_knowledge', { ...weatherTool(`${endpoint.url}/weather`) }]);
   });
 
+  it('is in the OpenAPI document, as an item of an agent\'s tools', async () => {
+    const openapi = (await (await fetch(`${s.url}/v1/openapi.json`)).json()) as Json;
+    const tool = openapi.components.schemas.HttpTool;
+    expect(Object.keys(tool.properties).sort()).toEqual(['description', 'headers_from_env', 'method', 'name', 'parameters', 'timeout_ms', 'type', 'url']);
+    expect(tool.properties.method.enum).toEqual(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+    expect(JSON.stringify(openapi.components.schemas.AgentCreate.properties.tools)).toContain('#/components/schemas/HttpTool');
+  });
+
   it('a successful call: validated arguments as a JSON body, the secret header from the server, the answer handed back to the model, recorded and published', async () => {
     const agentId = await createAgent(s, [weatherTool(`${endpoint.url}/weather`)]);
     const before = endpoint.received.length;
