@@ -16,6 +16,7 @@ import { ingest } from './benchmarks/ingest.js';
 import { shortTurns } from './benchmarks/short-turns.js';
 import { overload } from './benchmarks/overload.js';
 import { operatorPush } from './benchmarks/operator-push.js';
+import { answers } from './benchmarks/answers.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
@@ -30,6 +31,7 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   overload,
   'one-shot': oneShot,
   ingest,
+  answers,
 };
 
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]

@@ -15,6 +15,7 @@ import { LiveHub, sessionKey } from './runtime/live/live-hub.js';
 import { PublicService } from './runtime/services/public.js';
 import { AccessService } from './runtime/services/access.js';
 import { AgentService } from './runtime/services/agents.js';
+import { createGuardedAgent } from './net/outbound-guard.js';
 import { ApiKeyService } from './runtime/services/api-keys.js';
 import { DirectoryService } from './runtime/services/directory.js';
 import { MemberService } from './runtime/services/members.js';
@@ -89,8 +90,10 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const knowledge = new KnowledgeService(store, pool, bus, logger);
   const agentDirectory = new AgentDirectory(store);
   const live = new LiveHub();
+  // HTTP tools reach customers' endpoints only through the outbound guard (public addresses unless allowed).
+  const toolDispatcher = createGuardedAgent({ allowPrivate: config.tools.allowPrivate, connectTimeoutMs: 10_000, connections: 64 });
   const chat = new ChatService({
-    agents: agentDirectory, live,
+    agents: agentDirectory, live, httpTools: { dispatcher: toolDispatcher, secrets: config.tools.secrets },
     store, models, tokens, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
     retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs, admission: config.admission, lag: metrics.loop,
@@ -119,7 +122,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     }),
     apiKeys: new ApiKeyService(store),
     members: new MemberService(store),
-    agents: new AgentService(store, models, agentDirectory, live),
+    agents: new AgentService(store, models, agentDirectory, live, { toolsAllowPrivate: config.tools.allowPrivate }),
     public: new PublicService(store, agentDirectory, chat, config.publicLimits),
     knowledgeBases: new KnowledgeBaseService(store, knowledge),
     conversations: new ConversationService(store),
@@ -169,6 +172,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
         sse.close();
         await knowledge.settled();
         await pool.close();
+        await toolDispatcher.close().catch(() => { /* already closed */ });
         await models.close();
         await tokens.close();
         await store.close();

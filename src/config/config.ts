@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { TOOL_SECRET_ENV_PREFIX } from '../vocabulary/agent.js';
 
 const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number().int().min(min).max(max).default(def);
@@ -53,6 +54,7 @@ const EnvSchema = z.object({
   PARLEY_WS_MAX_BUFFERED_BYTES: int(1024 * 1024, 1024),
   PARLEY_WS_IDLE_TIMEOUT_S: int(120, 8, 960),
   PARLEY_WS_AUTH_TIMEOUT_MS: int(5000, 1, 60_000),
+  PARLEY_TOOLS_ALLOW_PRIVATE: bool(false),
 });
 
 /**
@@ -144,6 +146,13 @@ export interface Config {
    * come within `authTimeoutMs` (API.md: 5 s; ms).
    */
   ws: { maxBufferedBytes: number; idleTimeoutS: number; authTimeoutMs: number };
+  /**
+   * HTTP tools of agents (docs/agents-and-models.md "HTTP tools"): `allowPrivate` lets tool URLs reach
+   * loopback, private and link-local addresses (off by default: src/net/outbound-guard.ts); `secrets` are
+   * the `PARLEY_TOOL_SECRET_*` variables (name -> value) a tool's `headers_from_env` may name, read once
+   * at start and never logged or returned by the API.
+   */
+  tools: { allowPrivate: boolean; secrets: ReadonlyMap<string, string> };
 }
 
 /**
@@ -196,5 +205,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     publicLimits: { perAddressPerMinute: e.PARLEY_PUBLIC_REQUESTS_PER_MINUTE, perVisitorPerMinute: e.PARLEY_PUBLIC_VISITOR_REQUESTS_PER_MINUTE },
     ws: { maxBufferedBytes: e.PARLEY_WS_MAX_BUFFERED_BYTES, idleTimeoutS: e.PARLEY_WS_IDLE_TIMEOUT_S, authTimeoutMs: e.PARLEY_WS_AUTH_TIMEOUT_MS },
+    tools: {
+      allowPrivate: e.PARLEY_TOOLS_ALLOW_PRIVATE,
+      secrets: new Map(Object.entries(env).filter((kv): kv is [string, string] => kv[0].startsWith(TOOL_SECRET_ENV_PREFIX) && typeof kv[1] === 'string' && kv[1] !== '')),
+    },
   });
 }

@@ -63,6 +63,8 @@ export interface ChatServiceOptions {
   lag: LagSource;
   /** The live pub/sub of sockets and operator views (default: a new one). */
   live?: LiveHub;
+  /** The outbound agent and secrets of HTTP tools (TurnRunnerDeps.httpTools); without it HTTP tool calls fail. */
+  httpTools?: TurnRunnerDeps['httpTools'];
 }
 
 /**
@@ -110,6 +112,7 @@ export class ChatService {
         this.control.requestHandoff(turn.orgId, turn.conversationId, { by: 'agent', turnId: turn.id, reason }).then((c) => c.status),
       ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
       ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
+      ...(opts.httpTools ? { httpTools: opts.httpTools } : {}),
     };
     const turnLogic = createTurnRunLogic(runnerDeps);
     const logic = (opts.conversationLogic ?? conversationMachine).provide({ actors: { turn: turnLogic } });

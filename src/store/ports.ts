@@ -14,7 +14,7 @@ import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
   DocumentRecord, InterruptedTurn, KnowledgeBaseRecord, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
   OrganizationRecord, Page, PageRequest, PendingDocument, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
-  SigningKeyRecord, SocketTicketRecord, UserOrganization, UserRecord,
+  SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserOrganization, UserRecord,
 } from './records.js';
 
 export interface OrganizationsPort {
@@ -262,6 +262,16 @@ export interface ConversationsPort {
 }
 
 /** The whole store. */
+/**
+ * Tool runs (records.ts ToolRunRecord): one row per tool call an agent made. `record` stores a run (ids
+ * are unique; a second record with the same id throws); `listForConversation` gives a conversation's
+ * runs of `orgId`, oldest first (created_at, then id), at most `limit` (default 100).
+ */
+export interface ToolRunsPort {
+  record(run: ToolRunRecord): Promise<void>;
+  listForConversation(orgId: string, conversationId: string, limit?: number): Promise<ToolRunRecord[]>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'mongodb';
   organizations: OrganizationsPort;
@@ -274,6 +284,7 @@ export interface Store {
   agents: AgentsPort;
   knowledge: KnowledgePort;
   conversations: ConversationsPort;
+  toolRuns: ToolRunsPort;
   /** Resolves when the store answers (readiness probe); rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

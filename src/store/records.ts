@@ -5,11 +5,11 @@
 import type { DocumentContentType, DocumentStatus } from '../vocabulary/document.js';
 import type { ConversationStatus } from '../vocabulary/conversation.js';
 import type { MessageRole, MessageStatus } from '../vocabulary/message.js';
-import type { ModelChoice, SafetySettings } from '../vocabulary/agent.js';
+import type { AgentTool, ModelChoice, SafetySettings } from '../vocabulary/agent.js';
 import type { Role } from '../vocabulary/role.js';
 import type { Citation, FinishReason, ToolRun, TurnError, Usage } from '../vocabulary/turn.js';
 
-export type { ConversationStatus, DocumentStatus, MessageRole, MessageStatus, Citation, ToolRun, Usage, ModelChoice, SafetySettings, Role };
+export type { ConversationStatus, DocumentStatus, MessageRole, MessageStatus, Citation, ToolRun, Usage, ModelChoice, SafetySettings, Role, AgentTool };
 
 /** A page request: `limit` 1..100, `after` an id cursor (exclusive). */
 export interface PageRequest {
@@ -158,8 +158,8 @@ export interface AgentRecord {
   instructions: string;
   model: ModelChoice;
   knowledge_base_ids: string[];
-  /** Tool names the agent may call, e.g. `search_knowledge`. */
-  tools: string[];
+  /** Tools the agent may call: built-in tool names (`search_knowledge`) and HTTP tools. */
+  tools: AgentTool[];
   safety: SafetySettings;
   published: boolean;
   /** `pk_...` while published (unique across organizations), else null. */
@@ -271,4 +271,31 @@ export interface InterruptedTurn {
 export interface ConversationListFilter {
   agent_id?: string | undefined;
   status?: ConversationStatus | undefined;
+}
+
+/**
+ * One run of an agent's tool (table `tool_runs`; docs/agents-and-models.md "HTTP tools"): what was
+ * called, for which turn, and how it ended. Arguments and outputs stay in the agent message's
+ * `tool_runs`; this record holds no argument, header or body. Durations in ms, sizes in bytes.
+ */
+export interface ToolRunRecord {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  conversation_id: string;
+  turn_id: string;
+  /** The model's id of the call (`call_...`). */
+  tool_call_id: string;
+  name: string;
+  /** `builtin` (search_knowledge, handoff_to_human) or `http` (an agent's HTTP tool); `unknown` for a name the agent does not have. */
+  kind: 'builtin' | 'http' | 'unknown';
+  /** `failed` also when the arguments broke the tool's schema (nothing was sent; `error` starts `invalid arguments`). */
+  status: 'succeeded' | 'failed';
+  /** HTTP status of an HTTP tool's answer; null when there was none (or not an HTTP tool). */
+  http_status: number | null;
+  /** Why it failed; null on success. Never holds a secret. */
+  error: string | null;
+  duration_ms: number;
+  response_bytes: number;
+  created_at: string;
 }

@@ -13,7 +13,7 @@ import { AppError } from '../../src/errors/app-error.js';
 import type { Store } from '../../src/store/ports.js';
 import type {
   AgentRecord, ApiKeyRecord, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk,
-  RefreshFamilyRecord, RefreshTokenRecord, SigningKeyRecord, SocketTicketRecord, UserRecord,
+  RefreshFamilyRecord, RefreshTokenRecord, SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserRecord,
 } from '../../src/store/records.js';
 
 /** One adapter under test: a store on fresh, empty storage. */
@@ -474,6 +474,36 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.socketTickets.create(ticket('wst-2', T4));
         expect(await store.socketTickets.prune(T3)).toBe(1);
         expect(await store.socketTickets.consume('wst-2', T3)).toMatchObject({ ticket_hash: 'wst-2' });
+      });
+    });
+
+    describe('tool runs', () => {
+      const run = (id: string, over: Partial<ToolRunRecord> = {}): ToolRunRecord => ({
+        id, org_id: ORG_A, agent_id: 'agt_1', conversation_id: 'conv_1', turn_id: 'turn_1', tool_call_id: `call_${id}`,
+        name: 'get_weather', kind: 'http', status: 'succeeded', http_status: 200, error: null, duration_ms: 12,
+        response_bytes: 345, created_at: T1, ...over,
+      });
+
+      it('records runs and lists a conversation\'s runs of the organization, oldest first, as stored', async () => {
+        const failed = run('tr_2', { status: 'failed', http_status: null, error: 'the endpoint did not answer within 100 ms', created_at: T2, response_bytes: 0 });
+        const invalid = run('tr_1', { status: 'failed', http_status: null, error: 'invalid arguments: /city must be string', created_at: T2 });
+        await store.toolRuns.record(failed);
+        await store.toolRuns.record(run('tr_0'));
+        await store.toolRuns.record(invalid);
+        await store.toolRuns.record(run('tr_9', { conversation_id: 'conv_2' }));
+        await store.toolRuns.record(run('tr_8', { org_id: ORG_B }));
+        await store.toolRuns.record(run('tr_7', { kind: 'builtin', name: 'search_knowledge', http_status: null, created_at: T3 }));
+        expect(await store.toolRuns.listForConversation(ORG_A, 'conv_1')).toEqual([
+          run('tr_0'), invalid, failed, run('tr_7', { kind: 'builtin', name: 'search_knowledge', http_status: null, created_at: T3 }),
+        ]);
+        expect((await store.toolRuns.listForConversation(ORG_A, 'conv_1', 2)).map((r) => r.id)).toEqual(['tr_0', 'tr_1']);
+        expect(await store.toolRuns.listForConversation(ORG_B, 'conv_2')).toEqual([]);
+      });
+
+      it('refuses a second run with the same id', async () => {
+        await store.toolRuns.record(run('tr_1'));
+        await expect(store.toolRuns.record(run('tr_1', { name: 'other' }))).rejects.toThrow();
+        expect((await store.toolRuns.listForConversation(ORG_A, 'conv_1')).map((r) => r.name)).toEqual(['get_weather']);
       });
     });
 

@@ -8,6 +8,9 @@
  *   message>` as word deltas;
  * - `mock-tool`: a streamed `search_knowledge` call (`call_1`), or `Tool said: <first 60 chars of the
  *   last tool message>` once a tool message follows the last user message;
+ * - `mock-call-<tool>`: a streamed call (`call_named_1`) of the tool named `<tool>` whose arguments are the
+ *   last user message as it is (send the arguments' JSON as the chat message), or `Tool result: <the whole
+ *   last tool message>` once a tool message follows the last user message;
  * - `mock-error`: HTTP 500 with an OpenAI error body; `mock-cut`: two deltas then the socket is destroyed;
  * - `mock-hang`: 200 + SSE headers, then nothing; `mock-slow-<ms>`: default with the first delta after <ms> ms;
  * - `mock-deltas-<n>`: paced `"tok "` deltas like the `deltas` option, but `n` of them (first after the
@@ -447,6 +450,19 @@ function planFor(body: RecordedChatBody, cfg: { pacedDeltas: number | undefined;
       for (let i = 0; i < args.length; i += third) deltas.push({ tool: { index: 0, function: { arguments: args.slice(i, i + third) } } });
       return { kind: 'fixed', deltas, finish: 'tool_calls', ttftMs: 0 };
     }
+  }
+  const named = /^mock-call-([A-Za-z0-9_-]{1,64})$/.exec(model);
+  if (named) {
+    const lastUser = lastIndex(messages, (m) => m.role === 'user');
+    const toolAfter = lastIndex(messages, (m) => m.role === 'tool');
+    if (toolAfter > lastUser) return words(`Tool result: ${contentText(messages[toolAfter]?.content)}`);
+    const args = lastUser >= 0 ? contentText(messages[lastUser]?.content) : '{}';
+    const half = Math.max(1, Math.ceil(args.length / 2));
+    const deltas: PlannedDelta[] = [
+      { tool: { index: 0, id: 'call_named_1', type: 'function', function: { name: named[1]!, arguments: '' } } },
+    ];
+    for (let i = 0; i < args.length; i += half) deltas.push({ tool: { index: 0, function: { arguments: args.slice(i, i + half) } } });
+    return { kind: 'fixed', deltas, finish: 'tool_calls', ttftMs: 0 };
   }
   const big = /^mock-big-(\d+)x(\d+)(?:-every-(\d+))?$/.exec(model);
   if (big) {

@@ -28,6 +28,10 @@ describe('toFtsQuery', () => {
     expect(toFtsQuery(text)).toBe(Array.from({ length: 32 }, (_, i) => `"w${i}"`).join(' OR '));
     expect(toFtsQuery('stream stream Stream STREAM reply')).toBe('"stream" OR "reply"');
   });
+  it('asks for each Porter2 stem once, in the form first written, and keeps API names whole', () => {
+    expect(toFtsQuery('listeners listening listen once')).toBe('"listeners" OR "once"');
+    expect(toFtsQuery('Why does readFile not use streams when streaming?')).toBe('"readfile" OR "streams"');
+  });
   it('drops words over 64 characters (a whitespace-free run of CJK is one word) and keeps 64', () => {
     expect(toFtsQuery('漢'.repeat(32_000))).toBe('');
     expect(toFtsQuery(`${'漢'.repeat(65)} tokens`)).toBe('"tokens"');

@@ -228,3 +228,44 @@ describe('builtin model: asking for a person', () => {
   });
 });
 
+
+describe('builtin model: choosing sentences that address the question', () => {
+  const FS_READFILE = passage(
+    'c-readfile',
+    'fs',
+    'File system > Callback API > fs.readFile(path[, options], callback)',
+    'path {string|Buffer|URL|integer} filename or file descriptor\noptions {Object|string}\nencoding {string|null} Default: null\n\n' +
+      'Asynchronously reads the entire contents of a file.\n\n' +
+      "import { readFile } from 'node:fs';\n\nreadFile('/etc/passwd', (err, data) => {\n  if (err) throw err;\n  console.log(data);\n});\n\n" +
+      'The callback is passed two arguments (err, data), where data is the contents of the file.\n\n' +
+      'If options is a string, then it specifies the encoding:',
+  );
+  const OTHER = passage('c-other', 'os', 'OS > os.tmpdir()', 'Returns the default directory for temporary files as a string. The contents of the temporary folder vary.');
+
+  it('names the API of the section in front of its opening sentence, skips code, parameter lists and lead-ins to code', async () => {
+    const { text, parts } = await collect(input('How do I read the entire contents of a file?', { passages: [FS_READFILE] }));
+    // The second prose sentence only repeats `contents` and `file`: too weak to add.
+    expect(text).toBe('fs.readFile(): Asynchronously reads the entire contents of a file [1].');
+    expect(finish(parts).passagesUsed).toEqual(['c-readfile']);
+  });
+
+  it('keeps a parameter line with a description as "name: description", and drops it without one', async () => {
+    const p = passage('c-sock', 'net', 'Net > net.createConnection(options)', 'noDelay {boolean} If set to true, it disables the use of Nagle\'s algorithm immediately.\nkeepAlive {boolean} Default: false');
+    const { text } = await collect(input('How do I disable Nagle\'s algorithm?', { passages: [p] }));
+    expect(text).toBe("net.createConnection(): noDelay: If set to true, it disables the use of Nagle's algorithm immediately [1].");
+    const none = await collect(input('keepAlive default', { passages: [p] }));
+    expect(none.text).toBe('I could not find anything about that in the knowledge base.');
+  });
+
+  it('does not pad the answer with a sentence of another passage that shares one common word', async () => {
+    const { text, parts } = await collect(input('How do I read the entire contents of a file?', { passages: [FS_READFILE, OTHER] }));
+    expect(text).not.toContain('[2]');
+    expect(finish(parts).passagesUsed).toEqual(['c-readfile']);
+  });
+
+  it('matches Porter2 stems of the question against the passage (listeners ~ listening, registered ~ register)', async () => {
+    const p = passage('c-ev', 'events', 'Events > emitter.once(eventName, listener)', 'Adds a one-time listener function for the event named eventName. The next time eventName is triggered, this listener is removed and then invoked.');
+    const { text } = await collect(input('How are one-time listeners registered?', { passages: [p] }));
+    expect(text.startsWith('emitter.once(): Adds a one-time listener function for the event named eventName [1].')).toBe(true);
+  });
+});

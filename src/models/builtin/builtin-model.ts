@@ -1,13 +1,15 @@
 /**
  * The `builtin` model (DESIGN.md "Models"): an offline, deterministic, extractive agent model. It answers
- * from the passages retrieved for the turn by quoting the sentences that best match the question, each
- * followed by a `[n]` citation marker, and streams the answer word by word. It needs no network and no
+ * from the passages retrieved for the turn by quoting the sentences that best cover the question's terms
+ * (Porter2 stems, weighted by rarity), each followed by a `[n]` citation marker, and streams the answer
+ * word by word. bench/benchmarks/answers.ts measures it. It needs no network and no
  * key, so the service runs and the tests pass without an upstream.
  */
 import { createHash } from 'node:crypto';
 import type { ModelMessage, ModelPart, ModelProvider, ModelTurnInput, Passage } from '../port.js';
 import { splitSentences } from '../../text/sentences.js';
 import { STOPWORDS } from '../../text/stopwords.js';
+import { contentTerms, stemSet, words } from '../../text/terms.js';
 import { inProcessTokenCounter, type TokenCounter } from '../token-counter.js';
 
 /** Options of the builtin model. */
@@ -66,10 +68,14 @@ export function asksForPerson(text: string): boolean {
 
 /** At most this many sentences are quoted. */
 const MAX_SENTENCES = 3;
-/** Soft cap on the quoted sentences' total length, in characters (citation markers and lead excluded). */
+/** Soft cap on the quoted sentences' total length, in characters (citation markers, labels and lead excluded). */
 const MAX_ANSWER_CHARS = 700;
 /** A single sentence longer than this is cut at a word boundary and ends with an ellipsis. */
 const MAX_SENTENCE_CHARS = 400;
+/** A sentence after the first is quoted only when its value is at least this share of the first one's. */
+const MIN_VALUE_SHARE = 0.35;
+/** Weight kept by a question term a sentence repeats (already covered by an earlier pick). */
+const REPEAT_WEIGHT = 0.25;
 
 /** Greeting words; never topic terms. */
 const GREETING_WORDS = new Set('hi hello hey hiya howdy greetings hallo bonjour hola'.split(' '));
@@ -77,104 +83,132 @@ const GREETING_WORDS = new Set('hi hello hey hiya howdy greetings hallo bonjour 
 const THANKS_WORDS = new Set('thanks thank thx cheers'.split(' '));
 /** Words that may accompany a greeting or thanks without making it a question. */
 const SMALL_TALK_FILLER = new Set('good morning afternoon evening day there again lot everyone team bot'.split(' '));
-
-const WORD_RE = /[\p{L}\p{N}]+/gu;
-
-function words(text: string): string[] {
-  return text.toLowerCase().match(WORD_RE) ?? [];
-}
-
-/**
- * Light suffix stemmer (a tiny subset of Porter's step 1, M. F. Porter 1980): first plurals (`-ies`->`-y`,
- * `-es` after s/x/z/ch/sh, `-s` but not `-ss`/`-us`/`-is`), then `-ing` / `-ed` (not `-eed`), undoubling
- * a final consonant other than l/s/z, then a final silent `-e`; a stem is never shorter than 3 letters.
- * So `streams`, `streaming`, `streamed` -> `stream` and `cache`, `caches`, `cached` -> `cach`.
- */
-function stem(word: string): string {
-  let w = word;
-  if (w.length > 4 && w.endsWith('ies')) {
-    w = w.slice(0, -3) + 'y';
-  } else if (w.length > 4 && /(?:[sxz]|ch|sh)es$/.test(w) && w.length - 2 >= 3) {
-    w = w.slice(0, -2);
-  } else if (w.length > 3 && w.endsWith('s') && !/(?:ss|us|is)$/.test(w)) {
-    w = w.slice(0, -1);
-  }
-  if (w.endsWith('ing') && w.length - 3 >= 3) {
-    w = undouble(w.slice(0, -3));
-  } else if (w.endsWith('ed') && !w.endsWith('eed')) {
-    if (w.length - 2 >= 3) w = undouble(w.slice(0, -2));
-    else if (w.length - 1 >= 3) w = w.slice(0, -1); // used -> use
-  }
-  if (w.length > 3 && w.endsWith('e') && !w.endsWith('ee')) w = w.slice(0, -1);
-  return w;
-}
-
-function undouble(w: string): string {
-  const n = w.length;
-  if (n >= 4 && w[n - 1] === w[n - 2] && !/[aeioulsz]/.test(w[n - 1] ?? '')) return w.slice(0, -1);
-  return w;
-}
-
-/** Distinct stemmed content terms of `text`: words minus stopwords and words of <= 2 chars. */
-function contentTerms(text: string): Set<string> {
-  const out = new Set<string>();
-  for (const w of words(text)) {
-    if (w.length <= 2 || STOPWORDS.has(w) || GREETING_WORDS.has(w) || THANKS_WORDS.has(w)) continue;
-    out.add(stem(w));
-  }
-  return out;
-}
-
-/** All stems of `text` (no stopword filtering), for matching question terms against. */
-function stemSet(text: string): Set<string> {
-  const out = new Set<string>();
-  for (const w of words(text)) out.add(stem(w));
-  return out;
-}
+/** Never topic terms of a question. */
+const NOT_TERMS: ReadonlySet<string> = new Set([...GREETING_WORDS, ...THANKS_WORDS]);
 
 const FENCE_RE = /^(?:```|~~~)/;
 const HEADING_RE = /^#{1,6}\s/;
 const BULLET_RE = /^(?:[-*+]|\d{1,3}[.)])\s+/;
 const TABLE_RULE_RE = /^\|?\s*:?-{3,}/;
+/** `name {type} description` of an API parameter list (the Node.js docs style). */
+const PARAM_RE = /^([\w$.[\]'"-]+)\s+\{[^}]*\}\s*(.*)$/;
+/** `Returns: {type} description` of an API reference. */
+const RETURNS_RE = /^Returns:\s*\{[^}]*\}\s*(.*)$/;
+/** A line that starts like JavaScript or shell code, a comment, or a closing bracket. */
+const CODE_START_RE = /^(?:\/\/|\/\*|\*\/|#!|\$ |[}\])]|(?:import|export|const|let|var|function|class|return|await|async|if|for|while|try|catch|throw|new|require|module\.exports)\b[^.!?]*[=({;'"`]|[\w$.]+\s*\(.*\)\s*;?$)/;
+/** A line that ends like code: `{`, `;`, `(`, `[`, `,` or an arrow. */
+const CODE_END_RE = /(?:[{;([,]|=>)$/;
+/** Code punctuation. */
+const CODE_CHARS_RE = /[{}()[\];=<>|&$`]/g;
 
 /**
- * Split passage text into sentences: fenced code, markdown headings and table rules are skipped, list
- * items are their own paragraphs, hard-wrapped lines are joined, and paragraphs are cut into sentences by
- * the shared splitter (src/text/sentences.ts).
+ * True when a line reads as code rather than prose: it starts with a keyword and code punctuation, a
+ * comment or a closing bracket, is a bare call, ends with `{` `;` `(` `[` `,` or `=>`, holds `=>` or
+ * `===`, or is short and dense in code punctuation (> 1 in 10 characters).
  */
-function passageSentences(text: string): string[] {
-  const out: string[] = [];
+function codeLike(line: string): boolean {
+  const t = line.trim();
+  if (CODE_START_RE.test(t) || CODE_END_RE.test(t) || /=>|===|!==|\)\s*\{/.test(t)) return true;
+  const symbols = t.match(CODE_CHARS_RE)?.length ?? 0;
+  return symbols / Math.max(1, t.length) > 0.1 && t.split(/\s+/).length < 14;
+}
+
+/** True when every `(` and `[` of `text` is closed (a sentence cut inside brackets is not quoted). */
+function balanced(text: string): boolean {
+  let round = 0;
+  let square = 0;
+  for (const ch of text) {
+    if (ch === '(') round++;
+    else if (ch === ')') round--;
+    else if (ch === '[') square++;
+    else if (ch === ']') square--;
+  }
+  return round === 0 && square === 0;
+}
+
+/** A quotable sentence of a passage: its text, and whether it is the passage's first prose sentence. */
+interface PassageSentence {
+  text: string;
+  first: boolean;
+}
+
+/**
+ * The prose sentences of a passage. Blocks are separated by blank lines; fenced code, markdown headings,
+ * table rules, code-like lines (see codeLike), `Stability:` notes, sentences ending in `:` (they introduce
+ * code or a list not quoted) and sentences with unclosed brackets are skipped; `Returns: {type} text`
+ * becomes `Returns text` (4+ words) or is dropped; a parameter line
+ * `name {type} description` becomes `name: description` when the description has 4+ words and is
+ * dropped otherwise; list items are their own paragraphs; a line that starts with a lower-case letter
+ * after one that ends without punctuation continues it (hard-wrapped text); paragraphs are cut into
+ * sentences by the shared splitter (src/text/sentences.ts).
+ */
+function passageSentences(text: string): PassageSentence[] {
+  const out: PassageSentence[] = [];
   let para: string[] = [];
   let inFence = false;
   const flush = (): void => {
     if (para.length === 0) return;
     for (const s of splitSentences(para.join(' '))) {
       const t = s.text.trim();
-      if (t.length > 0) out.push(t);
+      if (t.length > 0 && !codeLike(t) && !t.endsWith(':') && balanced(t)) out.push({ text: t, first: out.length === 0 });
     }
     para = [];
   };
   for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim();
+    let line = raw.trim();
     if (FENCE_RE.test(line)) {
       flush();
       inFence = !inFence;
       continue;
     }
     if (inFence) continue;
-    if (line.length === 0 || HEADING_RE.test(line) || TABLE_RULE_RE.test(line)) {
+    if (line.length === 0 || HEADING_RE.test(line) || TABLE_RULE_RE.test(line) || line.startsWith('Stability:') || codeLike(line)) {
+      flush();
+      continue;
+    }
+    const returns = RETURNS_RE.exec(line);
+    if (returns !== null) {
+      flush();
+      const description = returns[1] ?? '';
+      if (description.split(/\s+/).length >= 4) para.push(`Returns ${description.replace(/^(?:The|A|An)\b/, (a) => a.toLowerCase())}`);
+      flush();
+      continue;
+    }
+    const param = PARAM_RE.exec(line);
+    if (param !== null) {
+      flush();
+      const description = (param[2] ?? '').replace(/^Default:\s*\S+\s*/, '');
+      if (description.split(/\s+/).length >= 4) para.push(`${param[1]}: ${description}`);
       flush();
       continue;
     }
     if (BULLET_RE.test(line)) {
       flush();
-      para.push(line.replace(BULLET_RE, ''));
-      continue;
+      line = line.replace(BULLET_RE, '');
+    } else if (para.length > 0 && /[.!?:;]$/.test(para[para.length - 1] ?? '') || !/^\p{Ll}/u.test(line)) {
+      flush();
     }
     para.push(line);
   }
   flush();
   return out;
+}
+
+/**
+ * The API a passage's section documents, from the last level of its heading path, for a label in
+ * front of its first quoted sentence: `fs.readFile(path[, options], callback)` -> `fs.readFile()`,
+ * `Class: http.Agent` -> `http.Agent`, `Event: 'drain'` -> `The 'drain' event`, `process.env` as is.
+ * Undefined for a heading that names no API (`Readable streams`).
+ */
+export function apiLabel(heading: string): string | undefined {
+  const last = heading.split(' > ').at(-1)?.trim() ?? '';
+  const event = /^Event:\s*(.+)$/.exec(last);
+  if (event) return `The ${event[1]} event`;
+  const bare = last.replace(/^(?:Class|Static method|Interface|Method|Property):\s*/, '');
+  const call = /^(?:new\s+)?([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*\(.*\)$/.exec(bare);
+  if (call) return `${call[1]}()`;
+  if (/^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$/.test(bare) || (bare !== last && /^[A-Za-z_$][\w$]*$/.test(bare))) return bare;
+  return undefined;
 }
 
 function clip(sentence: string): string {
@@ -188,8 +222,10 @@ interface Candidate {
   passage: number;
   sentence: number;
   text: string;
+  /** Question terms (stems) the sentence or its section's API label holds. */
   terms: Set<string>;
-  score: number;
+  /** Order-independent part of the value: passage rank, heading match, first sentence of a section. */
+  bonus: number;
 }
 
 /** The question of the step: content of the last `user` message, or `''`. */
@@ -201,62 +237,90 @@ function lastUserContent(messages: ModelMessage[]): string {
   return '';
 }
 
-/** Scored candidate sentences of every passage that contain at least one question term. */
-function candidates(terms: Set<string>, passages: Passage[]): Candidate[] {
-  const out: Candidate[] = [];
+/**
+ * Candidate sentences of every passage that hold at least one question term, and the weight of each
+ * question term: ln(1 + S / df) over the S prose sentences of the passages (df: sentences holding it,
+ * at least 1), so a term every sentence repeats counts less than the one that singles the answer out.
+ */
+function candidates(terms: Set<string>, passages: Passage[]): { cands: Candidate[]; weight: Map<string, number> } {
+  const all: Omit<Candidate, 'bonus'>[] = [];
+  const bonuses: number[] = [];
+  const df = new Map<string, number>();
+  let sentences = 0;
   const seen = new Set<string>();
   passages.forEach((p, pi) => {
-    // Bonuses stay below 1 in total so they only break ties between equal term counts.
-    const rankBonus = 0.3 / (pi + 1);
     // Loops run over the passage's words, never over the question's terms: a 32,000-character
     // question can hold thousands of terms, a passage sentence only a few dozen words.
-    const headingStems = stemSet(`${p.title} ${p.heading}`);
+    const label = apiLabel(p.heading);
+    const labelStems = label === undefined ? new Set<string>() : stemSet(label.replace(/([a-z])([A-Z])/g, '$1 $2') + ' ' + label);
     let headingHits = 0;
-    for (const h of headingStems) if (terms.has(h)) headingHits++;
-    const headingBonus = Math.min(0.45, 0.15 * headingHits);
-    passageSentences(p.text).forEach((raw, si) => {
-      const stems = stemSet(raw);
+    for (const h of stemSet(`${p.title} ${p.heading}`)) if (terms.has(h)) headingHits++;
+    for (const [si, ps] of passageSentences(p.text).entries()) {
+      sentences++;
+      const stems = stemSet(ps.text);
       const hit = new Set<string>();
       for (const st of stems) if (terms.has(st)) hit.add(st);
-      if (hit.size === 0) return;
-      const text = clip(raw);
+      for (const st of labelStems) if (terms.has(st)) hit.add(st);
+      for (const t of hit) df.set(t, (df.get(t) ?? 0) + 1);
+      if (hit.size === 0) continue;
+      const text = clip(ps.text);
       const key = text.toLowerCase();
-      if (seen.has(key)) return;
+      if (seen.has(key)) continue;
       seen.add(key);
-      out.push({ passage: pi, sentence: si, text, terms: hit, score: hit.size + rankBonus + headingBonus });
-    });
+      all.push({ passage: pi, sentence: si, text, terms: hit });
+      // A section's opening sentence usually says what its API does; more so when its heading matches.
+      const opening = ps.first && label !== undefined ? (headingHits > 0 ? 0.6 : 0.3) : 0;
+      bonuses.push(0.3 / (pi + 1) + Math.min(0.6, 0.2 * headingHits) + opening - (text.length < 30 ? 0.5 : 0));
+    }
   });
-  return out;
+  const weight = new Map<string, number>();
+  for (const t of terms) weight.set(t, Math.log(1 + Math.max(1, sentences) / Math.max(1, df.get(t) ?? 1)));
+  return { cands: all.map((c, i) => ({ ...c, bonus: bonuses[i] ?? 0 })), weight };
 }
 
 /**
- * Greedy selection: best score first, then whichever candidate adds the most not-yet-covered terms; a
- * candidate that covers nothing new is taken only if it matches 2+ terms. Stops at `MAX_SENTENCES` or
- * when the next sentence would exceed `MAX_ANSWER_CHARS`. Ties break on passage then sentence order.
+ * Greedy selection. A candidate's value is the weight of the question terms it adds (not covered by
+ * sentences already chosen), plus REPEAT_WEIGHT of the weight of those it repeats, plus its bonus. The
+ * best value is taken first; after it, a candidate must add a term or directly follow a chosen sentence
+ * of the same passage, must hold 2+ question terms unless its passage is already quoted, and is taken only while its value reaches MIN_VALUE_SHARE of the first pick's.
+ * Stops at MAX_SENTENCES or when the next sentence would pass MAX_ANSWER_CHARS. Ties break on passage
+ * then sentence order. The result is in passage then sentence order (a readable order: best passage first).
  */
-function select(cands: Candidate[]): Candidate[] {
-  const pool = [...cands].sort(
-    (a, b) => b.score - a.score || a.passage - b.passage || a.sentence - b.sentence,
-  );
+function select(cands: Candidate[], weight: Map<string, number>): Candidate[] {
+  const pool = [...cands].sort((a, b) => a.passage - b.passage || a.sentence - b.sentence);
   const chosen: Candidate[] = [];
   const covered = new Set<string>();
   let chars = 0;
+  let firstValue = 0;
   while (chosen.length < MAX_SENTENCES && pool.length > 0) {
     let bestIdx = -1;
-    let bestGain = -1;
+    let bestValue = Number.NEGATIVE_INFINITY;
     for (let i = 0; i < pool.length; i++) {
       const c = pool[i];
       if (c === undefined) continue;
       if (chosen.length > 0 && chars + c.text.length > MAX_ANSWER_CHARS) continue;
       let gain = 0;
-      for (const t of c.terms) if (!covered.has(t)) gain++;
-      if (chosen.length > 0 && gain === 0 && c.terms.size < 2) continue;
-      if (gain > bestGain) {
-        bestGain = gain;
-        bestIdx = i; // pool is sorted, so the first with the highest gain has the best score
+      let repeat = 0;
+      for (const t of c.terms) {
+        const w = weight.get(t) ?? 0;
+        if (covered.has(t)) repeat += w;
+        else gain += w;
+      }
+      if (chosen.length > 0) {
+        const follows = chosen.some((k) => k.passage === c.passage && k.sentence === c.sentence - 1);
+        const samePassage = chosen.some((k) => k.passage === c.passage);
+        // A lone rare word is weak evidence in a passage nothing else was quoted from.
+        if ((gain === 0 && !follows) || (c.terms.size < 2 && !samePassage)) continue;
+      }
+      const value = gain + REPEAT_WEIGHT * repeat + c.bonus;
+      if (value > bestValue) {
+        bestValue = value;
+        bestIdx = i;
       }
     }
     if (bestIdx < 0) break;
+    if (chosen.length === 0) firstValue = bestValue;
+    else if (bestValue < MIN_VALUE_SHARE * firstValue) break;
     const [pick] = pool.splice(bestIdx, 1);
     if (pick === undefined) break;
     chosen.push(pick);
@@ -279,6 +343,17 @@ interface Composed {
   cited: number[];
 }
 
+/**
+ * `sentence` with the API label of its passage in front (`fs.readFile(): Asynchronously reads…`) when
+ * the passage has one and the sentence does not already name it.
+ */
+function labelled(sentence: string, label: string | undefined): string {
+  if (label === undefined) return sentence;
+  const name = /([A-Za-z_$][\w$]*)(?:\(\))?$/.exec(label.replace(/ event$/, '').replace(/['"]/g, ''))?.[1] ?? label;
+  if (sentence.toLowerCase().includes(name.toLowerCase())) return sentence;
+  return `${label}: ${sentence}`;
+}
+
 function compose(input: ModelTurnInput): Composed {
   const question = lastUserContent(input.messages);
   const ws = words(question);
@@ -291,11 +366,20 @@ function compose(input: ModelTurnInput): Composed {
   if ((greets || thanks) && smallTalkOnly) {
     return { text: thanks && !greets ? THANKS_ANSWER : GREETING_ANSWER, cited: [] };
   }
-  const terms = contentTerms(question);
+  const terms = contentTerms(question, { exclude: NOT_TERMS });
   if (terms.size === 0) return { text: NO_MATCH_ANSWER, cited: [] };
-  const chosen = select(candidates(terms, input.passages));
+  const { cands, weight } = candidates(terms, input.passages);
+  const chosen = select(cands, weight);
   if (chosen.length === 0) return { text: NO_MATCH_ANSWER, cited: [] };
-  const body = chosen.map((c) => cite(c.text, c.passage + 1)).join(' ');
+  const labelledPassages = new Set<number>();
+  const body = chosen.map((c) => {
+    let text = c.text;
+    if (!labelledPassages.has(c.passage)) {
+      labelledPassages.add(c.passage);
+      text = labelled(text, apiLabel(input.passages[c.passage]?.heading ?? ''));
+    }
+    return cite(text, c.passage + 1);
+  }).join(' ');
   const cited = [...new Set(chosen.map((c) => c.passage))];
   return { text: chosen.length >= 2 ? `${MULTI_SENTENCE_LEAD} ${body}` : body, cited };
 }
@@ -331,13 +415,19 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
  * Create the `builtin` model provider.
  *
  * `stream(input, signal, onPart)`:
- * - Question = the last `user` message. Terms = its lower-cased words minus stopwords and words of
- *   <= 2 chars, lightly stemmed (`streams` matches `streaming`).
- * - Each passage (best first) is split into sentences; a sentence scores the number of distinct terms it
- *   holds, plus a bonus (< 1 in total) for the passage's rank and for terms in its title/heading. Up to 3
- *   sentences (about 700 chars) scoring >= 1 term are chosen, preferring coverage of distinct terms, and
- *   output in passage then sentence order, each with a `[n]` marker (n = 1-based position of its passage
- *   in `input.passages`). With 2+ sentences the answer starts with `Here is what the knowledge base says:`.
+ * - Question = the last `user` message. Terms = its words minus stopwords (src/text/stopwords.ts) and
+ *   words of <= 2 chars, as Porter2 stems (src/text/terms.ts: `listeners` matches `listening`).
+ * - Each passage (best first) is split into prose sentences (passageSentences: no code, no bare
+ *   parameter lists, no lead-ins ending in `:`). A question term weighs ln(1 + S / df) over the S
+ *   sentences (df: sentences holding it); a sentence also holds the terms of its section's API label
+ *   (apiLabel). Sentences are chosen greedily (select): the best value first (new term weight, plus a
+ *   quarter of repeated term weight, plus bonuses for passage rank, a heading that matches the question
+ *   and the opening sentence of an API section), then only sentences that add a term (or continue a
+ *   chosen one), hold 2+ terms unless their passage is already quoted, and reach 35% of the first
+ *   value; at most 3 sentences, about 700 chars. They are output in passage then sentence order, each
+ *   with a `[n]` marker (n = 1-based position of its passage in `input.passages`), the first sentence of
+ *   a passage with an API label prefixed `label: ` unless it names the API already. With 2+ sentences
+ *   the answer starts with `Here is what the knowledge base says:`.
  * - A greeting/thanks without terms gets a short friendly reply; otherwise no matching sentence gives
  *   exactly `I could not find anything about that in the knowledge base.` with no citations.
  * - Emits one `text-delta` per word including its trailing whitespace (deltas concatenate to the answer),

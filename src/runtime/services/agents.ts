@@ -1,4 +1,5 @@
 import { AppError } from '../../errors/app-error.js';
+import { checkHttpTool } from '../../tools/http-tool.js';
 import { newId } from '../../ids/ids.js';
 import type { ModelRegistry } from '../../models/registry.js';
 import { DEFAULT_SAFETY } from '../../moderation/safety-check.js';
@@ -7,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { AgentDirectory } from '../agent-directory.js';
 import { publicKeyKey, type LiveHub } from '../live/live-hub.js';
 import type { AgentPatch, AgentRecord, Page, PageRequest } from '../../store/records.js';
-import type { ModelChoice, SafetySettings } from '../../vocabulary/agent.js';
+import type { AgentTool, ModelChoice, SafetySettings } from '../../vocabulary/agent.js';
 
 /** What a caller may set on a new agent (API.md "Agents"); omitted fields take the defaults below. */
 export interface AgentDraft {
@@ -16,7 +17,7 @@ export interface AgentDraft {
   instructions?: string | undefined;
   model?: ModelChoice | undefined;
   knowledge_base_ids?: string[] | undefined;
-  tools?: string[] | undefined;
+  tools?: AgentTool[] | undefined;
   safety?: SafetySettings | undefined;
   /** Origins the published agent may be used from (`["*"]`: any; the default). */
   allowed_origins?: string[] | undefined;
@@ -32,6 +33,7 @@ export class AgentService {
     private readonly models: ModelRegistry,
     private readonly directory?: AgentDirectory,
     private readonly live?: LiveHub,
+    private readonly opts: { toolsAllowPrivate?: boolean } = {},
   ) {}
 
   list(orgId: string, page: PageRequest): Promise<Page<AgentRecord>> {
@@ -53,7 +55,9 @@ export class AgentService {
   /**
    * Creates an agent. Defaults: model `builtin/builtin`, tools `["search_knowledge"]`, the default safety
    * settings. Throws AppError `unknown_provider` (provider not configured on this server) or
-   * `validation_failed` (a knowledge base that is not the organization's).
+   * `validation_failed` (a knowledge base that is not the organization's; an HTTP tool whose `parameters`
+   * is not a JSON Schema of an object that ajv compiles, or whose `url` is not an http(s) URL, carries
+   * credentials, or names a private address while PARLEY_TOOLS_ALLOW_PRIVATE is off).
    */
   async create(orgId: string, draft: AgentDraft): Promise<AgentRecord> {
     await this.checkReferences(orgId, draft);
@@ -124,6 +128,9 @@ export class AgentService {
 
   private async checkReferences(orgId: string, draft: Partial<AgentDraft>): Promise<void> {
     if (draft.model) this.models.get(draft.model.provider);
+    (draft.tools ?? []).forEach((tool, i) => {
+      if (typeof tool !== 'string') checkHttpTool(tool, this.opts.toolsAllowPrivate ?? false, `tools[${i}]`);
+    });
     for (const kbId of draft.knowledge_base_ids ?? []) {
       if (!(await this.store.knowledge.getBase(orgId, kbId))) {
         throw new AppError('validation_failed', `Knowledge base ${kbId} does not exist.`, { errors: [{ path: 'knowledge_base_ids', message: `unknown knowledge base ${kbId}` }] });

@@ -30,7 +30,10 @@ import type { ModelFinishReason, ModelMessage, ModelToolCall, ModelToolSpec } fr
 import type { ModelRegistry } from '../../models/registry.js';
 import type { TokenCounter } from '../../models/token-counter.js';
 import type { Store } from '../../store/ports.js';
-import type { MessageRecord } from '../../store/records.js';
+import type { MessageRecord, ToolRunRecord } from '../../store/records.js';
+import { httpToolSpec, runHttpTool } from '../../tools/http-tool.js';
+import type { AgentTool, HttpTool } from '../../vocabulary/agent.js';
+import type { Agent } from 'undici';
 import { HANDOFF_TO_HUMAN, handoffReason, handoffToHumanSpec } from '../../tools/handoff-to-human.js';
 import { runSearchKnowledge, SEARCH_KNOWLEDGE, searchKnowledgeSpec } from '../../tools/search-knowledge.js';
 import type { FinishReason, TurnError } from '../../vocabulary/turn.js';
@@ -65,15 +68,43 @@ export interface TurnRunnerDeps {
    * with the conversation's status afterwards. Without it, the tool answers with an error the model reads.
    */
   requestHandoff?: (turn: Turn, reason: string | undefined) => Promise<string>;
+  /**
+   * What HTTP tools need from the server: the guarded undici Agent their requests go through
+   * (src/net/outbound-guard.ts) and the `PARLEY_TOOL_SECRET_*` values. Without it, an HTTP tool call
+   * answers with an error the model reads.
+   */
+  httpTools?: { dispatcher: Agent; secrets: ReadonlyMap<string, string> };
 }
 
 const TOOL_SPECS: Record<string, ModelToolSpec> = { [SEARCH_KNOWLEDGE]: searchKnowledgeSpec, [HANDOFF_TO_HUMAN]: handoffToHumanSpec };
+
+/** The tools an agent offers its model: built-in tools by name, HTTP tools from their definition. */
+function toolSpecs(tools: AgentTool[]): ModelToolSpec[] {
+  const out: ModelToolSpec[] = [];
+  for (const t of tools) {
+    const spec = typeof t === 'string' ? TOOL_SPECS[t] : httpToolSpec(t);
+    if (spec !== undefined) out.push(spec);
+  }
+  return out;
+}
+
+/** The agent's HTTP tool named `name`, if it has one. */
+function httpToolOf(tools: AgentTool[], name: string): HttpTool | undefined {
+  for (const t of tools) if (typeof t !== 'string' && t.name === name) return t;
+  return undefined;
+}
 
 /** The turn was withdrawn (its visitor message was not stored): stop without writing anything. */
 class TurnGone extends Error {}
 
 function parseArguments(raw: string): unknown {
   try { return JSON.parse(raw); } catch { return raw; }
+}
+
+/** The `error` text of a tool output `{error}`, else a generic reason. */
+function errorText(output: unknown): string {
+  const e = (output as { error?: unknown } | null)?.error;
+  return typeof e === 'string' ? e.slice(0, 500) : 'the tool reported an error';
 }
 
 /** Any thrown value as the `error` of an error event: AppErrors keep their code, the rest is internal. */
@@ -204,7 +235,7 @@ async function prepare(turn: Turn, deps: TurnRunnerDeps): Promise<void> {
 /** One model call; tokens go to the channel as they arrive. */
 async function generate(turn: Turn, deps: TurnRunnerDeps): Promise<{ finishReason: ModelFinishReason; toolCalls: ModelToolCall[] }> {
   const provider = deps.models.get(turn.agent.model.provider);
-  const tools = turn.agent.tools.map((t) => TOOL_SPECS[t]).filter((t): t is ModelToolSpec => t !== undefined);
+  const tools = toolSpecs(turn.agent.tools);
   const toolCalls: ModelToolCall[] = [];
   let finishReason: ModelFinishReason = 'stop';
   let reportedUsage = false;
@@ -263,7 +294,20 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
     turn.emit({ type: 'tool_call', tool_call: { id: call.id, name: call.name, arguments: args } });
     let output: unknown;
     let isError = false;
-    if (call.name === HANDOFF_TO_HUMAN && turn.agent.tools.includes(HANDOFF_TO_HUMAN) && deps.requestHandoff !== undefined) {
+    const started = performance.now();
+    let run: Pick<ToolRunRecord, 'kind' | 'status' | 'http_status' | 'error' | 'response_bytes'> | undefined;
+    const httpTool = httpToolOf(turn.agent.tools, call.name);
+    if (httpTool !== undefined) {
+      if (deps.httpTools === undefined) {
+        output = { error: 'HTTP tools are not available on this server' };
+        isError = true;
+      } else {
+        const outcome = await runHttpTool(httpTool, call.arguments, { ...deps.httpTools, signal: turn.signal });
+        output = outcome.output;
+        isError = outcome.is_error;
+        run = { kind: 'http', status: outcome.status, http_status: outcome.http_status, error: outcome.error, response_bytes: outcome.response_bytes };
+      }
+    } else if (call.name === HANDOFF_TO_HUMAN && turn.agent.tools.includes(HANDOFF_TO_HUMAN) && deps.requestHandoff !== undefined) {
       try {
         const status = await deps.requestHandoff(turn, handoffReason(call.arguments));
         output = { status };
@@ -283,12 +327,32 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
       output = { error: `unknown tool "${call.name}"` };
       isError = true;
     }
+    const durationMs = Math.round(performance.now() - started);
+    run ??= {
+      kind: httpTool !== undefined ? 'http' : (turn.agent.tools as unknown[]).includes(call.name) ? 'builtin' : 'unknown',
+      status: isError ? 'failed' : 'succeeded', http_status: null,
+      error: isError ? errorText(output) : null, response_bytes: 0,
+    };
     turn.emit({ type: 'tool_result', tool_result: { tool_call_id: call.id, name: call.name, output, is_error: isError } });
     turn.toolRuns.push({ id: call.id, name: call.name, arguments: args, output, is_error: isError });
     turn.messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(output) });
+    const record: ToolRunRecord = {
+      id: newId('trun'), org_id: turn.orgId, agent_id: turn.agent.id, conversation_id: turn.conversationId, turn_id: turn.id,
+      tool_call_id: call.id, name: call.name, ...run, duration_ms: durationMs, created_at: new Date().toISOString(),
+    };
+    try {
+      await deps.store.toolRuns.record(record);
+    } catch (err) {
+      // The run itself happened and the model has its result: a lost history row must not fail the turn.
+      deps.logger.error({ err, turn_id: turn.id, tool_run_id: record.id }, 'could not record a tool run');
+    }
     deps.bus.publish({
       type: 'tool.run', org_id: turn.orgId,
-      data: { conversation_id: turn.conversationId, turn_id: turn.id, tool_call_id: call.id, name: call.name, is_error: isError },
+      data: {
+        conversation_id: turn.conversationId, turn_id: turn.id, tool_call_id: call.id, name: call.name, is_error: isError,
+        tool_run_id: record.id, agent_id: turn.agent.id, kind: record.kind, status: record.status, http_status: record.http_status,
+        error: record.error, duration_ms: record.duration_ms,
+      },
     });
   }
 }

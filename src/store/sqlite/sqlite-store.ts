@@ -12,6 +12,7 @@ import { createOrganizations } from './organizations.js';
 import { createRefreshTokens } from './refresh-tokens.js';
 import { createSigningKeys } from './signing-keys.js';
 import { createSocketTickets } from './socket-tickets.js';
+import { createToolRuns } from './tool-runs.js';
 import { createUsers } from './users.js';
 
 /** Options of createSqliteStore. */
@@ -55,6 +56,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     agents: createAgents(db),
     knowledge,
     conversations: createConversations(db, writer),
+    toolRuns: createToolRuns(db),
     async ping() {
       ping.get();
     },

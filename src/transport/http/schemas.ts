@@ -4,7 +4,7 @@
  * fields are refused (API.md "Conventions").
  */
 import { z } from 'zod';
-import { ModelChoiceSchema, SafetySettingsSchema } from '../../vocabulary/agent.js';
+import { AgentToolSchema, BUILTIN_TOOL_NAMES, ModelChoiceSchema, SafetySettingsSchema } from '../../vocabulary/agent.js';
 import { ConversationStatusSchema } from '../../vocabulary/conversation.js';
 import { DOCUMENT_CONTENT_TYPES, DocumentStatusSchema } from '../../vocabulary/document.js';
 import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message.js';
@@ -32,8 +32,8 @@ export const PageQuery = z.object({
 export const listOf = <T extends z.ZodType>(item: T, name: string) =>
   z.object({ data: z.array(item), has_more: z.boolean() }).meta({ id: name });
 
-/** Tools an agent may be given: the knowledge search, and the handoff to a person (API.md "Conversations and handoff"). */
-export const TOOL_NAMES = ['search_knowledge', 'handoff_to_human'] as const;
+/** Built-in tools an agent may be given: the knowledge search, and the handoff to a person (API.md "Conversations and handoff"). */
+export const TOOL_NAMES = BUILTIN_TOOL_NAMES;
 
 /**
  * An allowed origin of a published agent: `*` (any page), or a serialized origin `scheme://host[:port]`
@@ -50,7 +50,9 @@ const agentFields = {
   instructions: z.string().max(20_000),
   model: ModelChoiceSchema,
   knowledge_base_ids: z.array(id('kb')).max(20),
-  tools: z.array(z.enum(TOOL_NAMES)).max(10),
+  tools: z.array(AgentToolSchema).max(10)
+    .refine((tools) => new Set(tools.map((t) => (typeof t === 'string' ? t : t.name))).size === tools.length, 'tool names must be unique')
+    .describe('Built-in tool names and HTTP tools ({"type":"http",...}); see docs/agents-and-models.md'),
   safety: SafetySettingsSchema,
   allowed_origins: z.array(AllowedOriginSchema).min(1).max(50)
     .describe('Origins whose pages may use the published agent (CORS and the socket Origin check); ["*"] (default): any'),
@@ -72,7 +74,7 @@ export const AgentPatchSchema = AgentCreateSchema.partial().strict().meta({ id: 
 export const AgentSchema = z.object({
   id: z.string(), name: z.string(), description: z.string(), instructions: z.string(),
   published: z.boolean(), public_key: z.string().nullable(), model: ModelChoiceSchema,
-  knowledge_base_ids: z.array(z.string()), tools: z.array(z.string()),
+  knowledge_base_ids: z.array(z.string()), tools: z.array(AgentToolSchema),
   safety: z.object({ blocked_phrases: z.array(z.string()), redact_pii: z.boolean(), blocked_message: z.string() }),
   allowed_origins: z.array(z.string()), created_at: time, updated_at: time,
 }).meta({ id: 'Agent' });
