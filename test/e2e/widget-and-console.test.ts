@@ -160,8 +160,12 @@ describe.skipIf(!hasChromium)('a visitor in the widget and an operator in the co
     expect(await visitor.locator('parley-widget li.msg[data-role="agent"]').count()).toBe(1);
 
     // Resolve: the agent answers the next question, in the widget and in the console.
+    const header = visitor.getByRole('dialog', { name: 'Acme Support' }).locator('.sub');
+    expect(await header.textContent()).toBe('You are chatting with our team');
     await view.getByRole('button', { name: 'Resolve' }).click();
     await view.locator('.conv-sub [data-status="active"]').waitFor();
+    // The widget learns it from the listen-only socket's status frame, before anyone writes.
+    await header.filter({ hasText: 'The assistant answers instantly' }).waitFor();
     await ask(visitor, 'Are exchanges shipped the same day?');
     const second = await widgetAnswer(visitor, 1);
     expect(second.at(-1)).toContain('same day');

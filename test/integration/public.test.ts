@@ -195,7 +195,7 @@ describe('public sockets', () => {
     expect(await noToken.closed).toEqual({ code: 4401, reason: 'auth_required' });
   });
 
-  it('listen-only: catch-up after after_message_id as message frames with role and content, then operator pushes and agent turns live', async () => {
+  it('listen-only: catch-up after after_message_id as message frames with role and content, then operator pushes, agent turns and status changes live', async () => {
     const { conversationId, token } = await startConversation();
     await publicChat(pk, { message: 'second question', conversation_id: conversationId, visitor_token: token });
     const stored = ((await (await srv.api(`/v1/conversations/${conversationId}/messages`)).json()) as { data: Array<{ id: string; role: string; content: string }> }).data;
@@ -229,6 +229,13 @@ describe('public sockets', () => {
     await all.until(isDone);
     const allTurn = await all.until(isDone);
     expect(tokenText(allTurn)).toBe(replyBody.content);
+
+    // Status changes reach the visitor as status frames: who answers now.
+    for (const [path, status] of [['takeover', 'handed_off'], ['resolve', 'active'], ['close', 'closed']] as const) {
+      expect((await srv.api(`/v1/conversations/${conversationId}/${path}`, { method: 'POST' })).status).toBe(200);
+      const frames = await listen.until((f) => f.type === 'status');
+      expect(frames.at(-1)).toEqual({ type: 'status', conversation_id: conversationId, status });
+    }
   });
 });
 

@@ -214,7 +214,8 @@ async function joinConversation(
  * `WS /v1/public/agents/{public_key}/conversations/{conversation_id}/ws`, listen-only: the first frame
  * must be `{"type":"auth","visitor_token","after_message_id"?}` within 5 s (else close 4408; another
  * first frame closes 4401); then every message stored after `after_message_id` as `message` frames with
- * `role` and `content`, then operator pushes and the agent's turns live.
+ * `role` and `content`, then operator pushes, the agent's turns and `status` frames (the conversation's
+ * status after each change: who answers now) live.
  */
 export class ListenSession extends BaseSession {
   private state: 'waiting' | 'authenticating' | 'live' = 'waiting';
@@ -269,6 +270,9 @@ export class ListenSession extends BaseSession {
           if (e.type === 'turn.started' && !e.forwarded && !shown.answered.has(e.channel.turnId)) this.follower.follow(e.channel);
           else if (e.type === 'message.created' && e.message.role === 'operator' && !shown.messages.has(e.message.id)) {
             for (const frame of operatorPushFrames(e.message)) this.port.send(frame);
+          } else if (e.type === 'conversation.status') {
+            // Who answers now (a person joined, the agent is back, the conversation was closed).
+            this.port.send(statusFrame(e.conversationId, e.status));
           }
         },
       });

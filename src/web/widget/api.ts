@@ -53,6 +53,8 @@ export interface StreamEvent {
   /** On stored message frames (catch-up). */
   content?: string;
   retry_after?: number;
+  /** On `status` frames: the conversation's status after a change (active, pending_handoff, handed_off, closed). */
+  status?: string;
 }
 
 /** An API error (API.md "Errors") or a failed request: `status` 0 when the network failed. */

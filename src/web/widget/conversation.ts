@@ -269,6 +269,14 @@ export class Conversation {
   /** A frame of the listen-only socket. */
   private frame(f: StreamEvent): void {
     if (f.type === 'pong') return;
+    if (f.type === 'status') {
+      // Who answers now: a resolve shows at once, not only when the agent next speaks.
+      if (f.status === 'active') this.setMode('agent');
+      else if (f.status === 'pending_handoff') this.setMode('waiting');
+      else if (f.status === 'handed_off') this.setMode('person');
+      this.changed();
+      return;
+    }
     if (f.type === 'error') {
       if (f.retry_after === undefined && this.socketTurn !== undefined) this.socketTurnEvent(f);
       return;
