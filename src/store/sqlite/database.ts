@@ -116,6 +116,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE socket_tickets ADD COLUMN session_id TEXT;
   CREATE INDEX conversations_org_status ON conversations(org_id, status, id);
   `,
+  // 6 (knowledge formats; the number the merge gives it may differ): the page a chunk of a PDF starts on,
+  // so that a citation can name it. NULL for formats without pages and for chunks stored before.
+  `
+  ALTER TABLE chunks ADD COLUMN page INTEGER;
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */
