@@ -6,9 +6,14 @@
 import { z } from 'zod';
 import { chunkSections } from './chunker.js';
 import { markdownNestingDepth, MAX_MARKDOWN_NESTING, parseDocument, type Section } from './parse-document.js';
-import { InvalidDocxError, parseDocx, parseHtml } from './parse-html.js';
-import { InvalidPdfError, parsePdf } from './parse-pdf.js';
 import { DOCUMENT_CONTENT_TYPES, DOCX_CONTENT_TYPE, type IngestResult, type IngestTask } from './types.js';
+
+// The HTML/DOCX and PDF parsers (linkedom, Readability, mammoth, pdf.js: several MB of code) load on
+// the first document that needs them, so a worker that only sees text starts fast and small.
+let htmlModule: Promise<typeof import('./parse-html.js')> | undefined;
+let pdfModule: Promise<typeof import('./parse-pdf.js')> | undefined;
+const loadHtml = () => (htmlModule ??= import('./parse-html.js'));
+const loadPdf = () => (pdfModule ??= import('./parse-pdf.js'));
 
 const ingestTaskSchema = z.object({
   title: z.string(),
@@ -51,9 +56,24 @@ export default async function ingest(task: IngestTask): Promise<IngestResult> {
     if (content.byteLength === 0) return fail('document is empty');
     let sections: Section[];
     try {
-      sections = contentType === 'application/pdf' ? await parsePdf(content) : await parseDocx(content);
+      if (contentType === 'application/pdf') {
+        const { InvalidPdfError, parsePdf } = await loadPdf();
+        try {
+          sections = await parsePdf(content);
+        } catch (err) {
+          if (err instanceof InvalidPdfError) return fail(err.message);
+          throw err;
+        }
+      } else {
+        const { InvalidDocxError, parseDocx } = await loadHtml();
+        try {
+          sections = await parseDocx(content);
+        } catch (err) {
+          if (err instanceof InvalidDocxError) return fail(err.message);
+          throw err;
+        }
+      }
     } catch (err) {
-      if (err instanceof InvalidPdfError || err instanceof InvalidDocxError) return fail(err.message);
       return fail(`document could not be parsed: ${err instanceof Error ? err.message : String(err)}`);
     }
     return chunked(sections, null, contentType === 'application/pdf'
@@ -77,7 +97,7 @@ export default async function ingest(task: IngestTask): Promise<IngestResult> {
     return fail(`document nests deeper than ${MAX_MARKDOWN_NESTING} levels (block quotes or lists)`);
   }
   try {
-    const sections = contentType === 'text/html' ? parseHtml(text) : parseDocument(text, contentType);
+    const sections = contentType === 'text/html' ? (await loadHtml()).parseHtml(text) : parseDocument(text, contentType);
     return chunked(sections, text.length, 'document has no indexable text');
   } catch (err) {
     return fail(`document could not be parsed: ${err instanceof Error ? err.message : String(err)}`);

@@ -164,10 +164,15 @@ function walk(node: DomNode, out: SectionBuilder): void {
   flush();
 }
 
-/** Sections of an HTML fragment or document, walked from its `<body>` without Readability. */
-function sectionsOfMarkup(html: string): Section[] {
+/**
+ * Sections of an HTML fragment, walked from its `<body>` without Readability. With a `title`, the
+ * fragment's headings sit under it (it is the level-1 heading; Readability takes the page's own h1 out
+ * as the title and turns the other h1s into h2s).
+ */
+function sectionsOfMarkup(html: string, title = ''): Section[] {
   const { document } = parseHTML(`<!doctype html><html><head></head><body>${html}</body></html>`);
   const out = new SectionBuilder();
+  if (title.length > 0) out.heading(1, title);
   walk(document.body as unknown as DomNode, out);
   return out.sections();
 }
@@ -175,12 +180,12 @@ function sectionsOfMarkup(html: string): Section[] {
 /**
  * Sections of an HTML page: its readable main text as Mozilla Readability extracts it (navigation,
  * sidebars, scripts and styles left out), walked into sections by heading (h1-h6, path of at most
- * three levels as in src/knowledge/parse-document.ts). When Readability finds no article (a short page,
+ * three levels as in src/knowledge/parse-document.ts), under the article's title as the top heading. When Readability finds no article (a short page,
  * a fragment), the whole `<body>` is walked with scripts, styles, navigation, header, footer, aside and
  * forms dropped. Never throws for any string; the result may be empty.
  */
 export function parseHtml(html: string): Section[] {
-  let article: { content?: string | null } | null = null;
+  let article: { content?: string | null; title?: string | null } | null = null;
   try {
     const { document } = parseHTML(html);
     article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 0 }).parse();
@@ -189,7 +194,7 @@ export function parseHtml(html: string): Section[] {
   }
   const content = article?.content;
   if (typeof content === 'string' && content.trim().length > 0) {
-    const sections = sectionsOfMarkup(content);
+    const sections = sectionsOfMarkup(content, collapseWhitespace(article?.title ?? ''));
     if (sections.length > 0) return sections;
   }
   const { document } = parseHTML(html);

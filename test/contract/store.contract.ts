@@ -699,6 +699,18 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(new Set(hits.map((h) => h.chunk_id)).size).toBe(2);
       });
 
+      it('returns the page a chunk was stored with (PDF), and null for chunks without one', async () => {
+        await store.knowledge.createDocument(doc('doc_manual', 'kb_2', ORG_A, T0, 'Manual'), new Uint8Array([37, 80]));
+        await store.knowledge.completeDocument('doc_manual', [
+          { ord: 0, heading: 'Intro', text: 'The wombat chapter starts here.', page: 1 },
+          { ord: 1, heading: 'Intro > Burrows', text: 'A wombat digs burrows with its claws.', page: 4 },
+        ], T1);
+        const hits = await store.knowledge.search(ORG_A, ['kb_2'], 'wombat burrows claws', 10);
+        expect(hits.map((h) => [h.heading, h.page])).toEqual([['Intro > Burrows', 4], ['Intro', 1]]);
+        const plain = await store.knowledge.search(ORG_A, ['kb_1'], 'koalas', 10);
+        expect(plain.map((h) => [h.heading, h.page])).toEqual([['Koalas', null]]);
+      });
+
       it('searches only the given knowledge bases of the given organization, at most k', async () => {
         expect((await store.knowledge.search(ORG_A, ['kb_1', 'kb_2'], 'kangaroo', 10)).map((h) => h.document_id).sort())
           .toEqual(['doc_kangaroo', 'doc_other_kb', 'doc_zoo']);
