@@ -184,7 +184,9 @@ function sectionsOfMarkup(html: string, title = ''): Section[] {
  * a fragment), the whole `<body>` is walked with scripts, styles, navigation, header, footer, aside and
  * forms dropped. Never throws for any string; the result may be empty.
  */
-export function parseHtml(html: string): Section[] {
+export function parseHtml(source: string): Section[] {
+  // A fragment (no <html> or <body>) gets a document around it, or the DOM would be its first element alone.
+  const html = /<(?:html|body)[\s>]/i.test(source) ? source : `<!doctype html><html><head></head><body>${source}</body></html>`;
   let article: { content?: string | null; title?: string | null } | null = null;
   try {
     const { document } = parseHTML(html);
