@@ -70,6 +70,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
   const sql = {
     insertBase: db.prepare('INSERT INTO knowledge_bases (id, org_id, name, created_at) VALUES (?, ?, ?, ?)'),
     baseById: db.prepare('SELECT * FROM knowledge_bases WHERE org_id = ? AND id = ?'),
+    basesByRef: db.prepare('SELECT * FROM knowledge_bases WHERE (id = @ref OR name = @ref) AND (@org IS NULL OR org_id = @org) ORDER BY created_at, id'),
     insertDocument: db.prepare(
       `INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -172,6 +173,9 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
     async getBase(orgId, id) {
       const r = sql.baseById.get(orgId, id) as Row | undefined;
       return r ? knowledgeBaseFromRow(r) : undefined;
+    },
+    async findBases(ref, orgId) {
+      return (sql.basesByRef.all({ ref, org: orgId ?? null }) as Row[]).map(knowledgeBaseFromRow);
     },
     async listBases(orgId, page) {
       return toPage(bases.rows([orgId], page), page, knowledgeBaseFromRow);
