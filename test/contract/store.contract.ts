@@ -593,18 +593,18 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
       });
 
       it('findBases finds bases by exact id or name, across organizations or within one, oldest first', async () => {
-        await store.knowledge.createBase({ ...base('kb_1'), name: 'Handbook', created_at: T0 });
-        await store.knowledge.createBase({ ...base('kb_2'), name: 'Handbook', created_at: T1 });
-        await store.knowledge.createBase({ ...base('kb_9', ORG_B), name: 'Handbook', created_at: T2 });
-        await store.knowledge.createBase({ ...base('kb_3'), name: 'kb_9', created_at: T3 });
+        await store.knowledge.createBase({ ...base('kb_f1'), name: 'Handbook', created_at: T0 });
+        await store.knowledge.createBase({ ...base('kb_f2'), name: 'Handbook', created_at: T1 });
+        await store.knowledge.createBase({ ...base('kb_f9', ORG_B), name: 'Handbook', created_at: T2 });
+        await store.knowledge.createBase({ ...base('kb_f3'), name: 'kb_f9', created_at: T3 });
         const ids = (list: Array<{ id: string }>) => list.map((b) => b.id);
-        expect(ids(await store.knowledge.findBases('Handbook'))).toEqual(['kb_1', 'kb_2', 'kb_9']);
-        expect(ids(await store.knowledge.findBases('Handbook', ORG_B))).toEqual(['kb_9']);
-        expect(ids(await store.knowledge.findBases('kb_9'))).toEqual(['kb_9', 'kb_3']);
-        expect(ids(await store.knowledge.findBases('kb_9', ORG_A))).toEqual(['kb_3']);
+        expect(ids(await store.knowledge.findBases('Handbook'))).toEqual(['kb_f1', 'kb_f2', 'kb_f9']);
+        expect(ids(await store.knowledge.findBases('Handbook', ORG_B))).toEqual(['kb_f9']);
+        expect(ids(await store.knowledge.findBases('kb_f9'))).toEqual(['kb_f9', 'kb_f3']);
+        expect(ids(await store.knowledge.findBases('kb_f9', ORG_A))).toEqual(['kb_f3']);
         expect(await store.knowledge.findBases('handbook')).toEqual([]);
-        expect(await store.knowledge.findBases('kb_1', ORG_B)).toEqual([]);
-        expect(await store.knowledge.findBases('kb_1')).toEqual([{ id: 'kb_1', org_id: ORG_A, name: 'Handbook', created_at: T0 }]);
+        expect(await store.knowledge.findBases('kb_f1', ORG_B)).toEqual([]);
+        expect(await store.knowledge.findBases('kb_f1')).toEqual([{ id: 'kb_f1', org_id: ORG_A, name: 'Handbook', created_at: T0 }]);
       });
 
       it('lists a base\'s documents newest first with pages; a cursor of another base is a 400', async () => {
