@@ -10,7 +10,7 @@
  * Usage: `node scripts/make-fixtures.mjs` from the project root. The outputs are checked in next to
  * the tests that use them (test/integration/knowledge-formats.test.ts); rerun this script when the
  * source pages change and the tests' expectations should follow. The dates written into the files are
- * fixed, so the PDF is byte-for-byte reproducible.
+ * fixed, so the PDF is byte-for-byte reproducible (the DOCX is not: the `docx` package stamps the time).
  *
  * The Markdown handling here is only what a fixture needs (headings, fences, list items, paragraphs,
  * inline markup removed); the product parses Markdown with `marked`.

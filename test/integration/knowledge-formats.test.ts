@@ -40,7 +40,7 @@ describe('formats in the ingestion workers', () => {
     const chunks = chunksOf(await pool.run({ title: 'Operations', contentType: PDF, content: fixturePdf() }));
     const pages = chunks.map((c) => c.page);
     expect(pages[0]).toBe(1);
-    expect(Math.max(...(pages as number[]))).toBe(3); // scripts/make-fixtures.mjs lays docs/operations.md out on 3 pages
+    expect(Math.max(...(pages as number[]))).toBe(4); // scripts/make-fixtures.mjs lays docs/operations.md out on 4 pages
     expect(pages).toEqual([...pages].sort((a, b) => a! - b!)); // document order
     const sigterm = chunks.find((c) => c.text.includes('When Parley receives SIGTERM'));
     expect(sigterm).toMatchObject({ page: 2, heading: 'Operations > Graceful shutdown on SIGTERM' });
