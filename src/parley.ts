@@ -86,7 +86,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const models = createModelRegistry({
     openai: config.openai, modelTimeoutMs: config.modelTimeoutMs, builtinWordDelayMs: config.builtinWordDelayMs, tokens, logger,
   });
-  const pool = new IngestionPool({ threads: config.ingestWorkers, onError: (err) => logger.error({ err }, 'ingestion worker error') });
+  const pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, onError: (err) => logger.error({ err }, 'ingestion worker error') });
   const knowledge = new KnowledgeService(store, pool, bus, logger);
   const agentDirectory = new AgentDirectory(store);
   const live = new LiveHub();

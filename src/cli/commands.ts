@@ -8,6 +8,7 @@ import { AppError } from '../errors/app-error.js';
 import type { DirectoryService } from '../runtime/services/directory.js';
 import type { MemberService } from '../runtime/services/members.js';
 import { RoleSchema, type Role } from '../vocabulary/role.js';
+import type { ImportRequest, ImportSummary } from './kb-import.js';
 
 /** What a command needs. */
 export interface CliContext {
@@ -17,17 +18,26 @@ export interface CliContext {
   readPassword(): Promise<string>;
   /** Writes one line of output to stdout. */
   print(line: string): void;
+  /** Imports a folder into a knowledge base (src/cli/kb-import.ts), in ingestion workers started for it. */
+  importFolder(req: ImportRequest): Promise<ImportSummary>;
 }
 
 /** A usage error: exit code 2 with the message and the command's usage. */
 export class UsageError extends Error {}
 
-/** One command: its options (all strings, all required unless listed in `optional`), usage line and action. */
+/**
+ * One command: its required options (`--name value`), optional ones, boolean flags (`--name`, passed to
+ * `run` as `'true'`), positional arguments (all required, passed under their names), usage line and
+ * action. `run` may resolve an exit code (default 0).
+ */
 export interface Command {
   usage: string;
   summary: string;
   options: readonly string[];
-  run(ctx: CliContext, opts: Record<string, string>): Promise<void>;
+  optional?: readonly string[];
+  flags?: readonly string[];
+  positionals?: readonly string[];
+  run(ctx: CliContext, opts: Record<string, string>): Promise<number | void>;
 }
 
 function role(value: string): Role {
@@ -101,6 +111,18 @@ export const COMMANDS: Record<string, Command> = {
       ctx.print(`Removed ${user.email} from ${org.id} "${org.name}".`);
     },
   },
+  'kb import': {
+    usage: 'kb import <folder> --kb <kb_id|name> [--org <org_id>] [--create]',
+    summary: 'Import every .md, .txt, .html, .pdf and .docx file under a folder into a knowledge base (--create makes it, named --kb, in --org); exit 1 when any document failed.',
+    options: ['kb'],
+    optional: ['org'],
+    flags: ['create'],
+    positionals: ['folder'],
+    async run(ctx, o) {
+      const summary = await ctx.importFolder({ folder: o.folder!, kb: o.kb!, ...(o.org ? { org: o.org } : {}), create: o.create === 'true' });
+      return summary.failed.length > 0 ? 1 : 0;
+    },
+  },
   'keys rotate-signing': {
     usage: 'keys rotate-signing',
     summary: 'Rotate the access-token signing key (tokens of the old key stay valid until they expire, at most 15 minutes).',
@@ -123,7 +145,7 @@ export function usage(): string {
     'Commands:',
     ...Object.values(COMMANDS).flatMap((c) => [`  ${c.usage}`, `      ${c.summary}`]),
     '',
-    'Exit codes: 0 done, 1 refused (not found, conflict, last owner, ...), 2 bad input.',
+    'Exit codes: 0 done, 1 refused (not found, conflict, last owner, ...) or a document failed to import, 2 bad input.',
   ].join('\n');
 }
 

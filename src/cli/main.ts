@@ -1,8 +1,9 @@
 /**
  * `npm run parley -- <group> <action> [--option value ...]`: the self-hoster's command line for
- * organizations, persons, members and the token signing key (commands in src/cli/commands.ts). Options
+ * organizations, persons, members, the token signing key and folder imports into knowledge bases
+ * (commands in src/cli/commands.ts). Options
  * are parsed with node:util parseArgs (strict: unknown options are refused). Passwords are never taken
- * from argv. Exit codes: 0 done, 1 refused, 2 bad input.
+ * from argv. Exit codes: 0 done, 1 refused (or a document failed to import), 2 bad input.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +14,12 @@ import { AppError } from '../errors/app-error.js';
 import { DirectoryService } from '../runtime/services/directory.js';
 import { MemberService } from '../runtime/services/members.js';
 import { createSqliteStore } from '../store/sqlite/sqlite-store.js';
+import { EventBus } from '../events/event-bus.js';
+import { IngestionPool } from '../knowledge/ingestion-pool.js';
+import { KnowledgeService } from '../knowledge/knowledge-service.js';
+import { createLogger } from '../log/logger.js';
 import { COMMANDS, exitCodeOf, usage, UsageError } from './commands.js';
+import { ImportUsageError, importFolder } from './kb-import.js';
 import { PasswordInputError, readPassword } from './password-input.js';
 
 /** Runs the command line with `argv` (without node and the script); resolves with the exit code. */
@@ -31,13 +37,21 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   let opts: Record<string, string>;
   try {
-    const { values } = parseArgs({
-      args: rest, strict: true, allowPositionals: false,
-      options: Object.fromEntries(command.options.map((o) => [o, { type: 'string' as const }])),
+    const positionalNames = command.positionals ?? [];
+    const { values, positionals } = parseArgs({
+      args: rest, strict: true, allowPositionals: positionalNames.length > 0,
+      options: {
+        ...Object.fromEntries([...command.options, ...(command.optional ?? [])].map((o) => [o, { type: 'string' as const }])),
+        ...Object.fromEntries((command.flags ?? []).map((f) => [f, { type: 'boolean' as const }])),
+      },
     });
-    opts = values as Record<string, string>;
+    opts = Object.fromEntries(Object.entries(values).map(([k, v]) => [k, String(v)]));
     const missing = command.options.filter((o) => opts[o] === undefined || opts[o].trim() === '');
     if (missing.length) throw new UsageError(`Missing ${missing.map((m) => `--${m}`).join(', ')}.`);
+    if (positionals.length !== positionalNames.length) {
+      throw new UsageError(`Expected ${positionalNames.map((p) => `<${p}>`).join(' ') || 'no arguments'}, got ${positionals.length} argument${positionals.length === 1 ? '' : 's'}.`);
+    }
+    positionalNames.forEach((name, i) => { opts[name] = positionals[i]!; });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`${message}\nUsage: npm run parley -- ${command.usage}\n`);
@@ -57,22 +71,34 @@ export async function runCli(argv: string[]): Promise<number> {
   }
   const store = createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: 'main' });
   const passwords = new PasswordHasher({ concurrency: 1, maxWaiting: 10 });
+  let pool: IngestionPool | undefined;
+  const print = (line: string) => { process.stdout.write(`${line}\n`); };
   try {
-    await command.run({
+    const code = await command.run({
       directory: new DirectoryService(store, passwords),
       members: new MemberService(store),
       readPassword: () => readPassword(),
-      print: (line) => process.stdout.write(`${line}\n`),
+      print,
+      importFolder: (req) => {
+        // The command's own workers, with the server's limits (PARLEY_INGEST_WORKERS, _TIMEOUT_MS, _MEMORY_MB).
+        pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, idleMs: 1000 });
+        const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
+        const bus = new EventBus((err) => logger.error({ err }, 'event listener failed'));
+        const knowledge = new KnowledgeService(store, pool, bus, logger);
+        return importFolder(req, { store, knowledge, bus, progress: process.stderr, print });
+      },
     }, opts);
-    return 0;
+    return code ?? 0;
   } catch (err) {
-    if (err instanceof AppError || err instanceof UsageError || err instanceof PasswordInputError) {
+    if (err instanceof AppError || err instanceof UsageError || err instanceof PasswordInputError || err instanceof ImportUsageError) {
       process.stderr.write(`${err.message}\n`);
+      if (err instanceof ImportUsageError) return 2;
       return err instanceof PasswordInputError ? 1 : exitCodeOf(err);
     }
     process.stderr.write(`Failed: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   } finally {
+    await pool?.close();
     await store.close();
   }
 }

@@ -26,7 +26,9 @@ const EnvSchema = z.object({
   PARLEY_OPENAI_API_KEY: z.string().optional(),
   PARLEY_OPENAI_CONNECTIONS: int(4096, 1, 100_000),
   PARLEY_MODEL_TIMEOUT_MS: int(60_000, 1),
-  PARLEY_INGEST_WORKERS: int(1, 1, 64),
+  PARLEY_INGEST_WORKERS: int(2, 1, 64),
+  PARLEY_INGEST_TIMEOUT_MS: int(60_000, 100, 3_600_000),
+  PARLEY_INGEST_MEMORY_MB: int(512, 32, 16_384),
   PARLEY_IDLE_UNLOAD_MS: int(10_000, 1),
   PARLEY_MAX_QUEUED_TURNS: int(4, 0, 100),
   PARLEY_MAX_TOOL_STEPS: int(4, 1, 16),
@@ -93,6 +95,10 @@ export interface Config {
   /** A model stream with no token for this long fails with model_timeout, ms. */
   modelTimeoutMs: number;
   ingestWorkers: number;
+  /** A document whose parse and chunking in the worker runs longer than this fails, ms. */
+  ingestTimeoutMs: number;
+  /** Heap cap of one ingestion worker thread (V8 old generation), MB; a document that needs more fails. */
+  ingestMemoryMb: number;
   /** A conversation actor idle this long is unloaded, ms. */
   idleUnloadMs: number;
   /** Visitor messages that may wait behind a running turn; one more gets 409 turn_in_progress. */
@@ -180,6 +186,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : undefined,
     modelTimeoutMs: e.PARLEY_MODEL_TIMEOUT_MS,
     ingestWorkers: e.PARLEY_INGEST_WORKERS,
+    ingestTimeoutMs: e.PARLEY_INGEST_TIMEOUT_MS,
+    ingestMemoryMb: e.PARLEY_INGEST_MEMORY_MB,
     idleUnloadMs: e.PARLEY_IDLE_UNLOAD_MS,
     maxQueuedTurns: e.PARLEY_MAX_QUEUED_TURNS,
     maxToolSteps: e.PARLEY_MAX_TOOL_STEPS,

@@ -49,6 +49,8 @@ interface Unit {
  * - Consecutive chunks of the same section overlap: a chunk after the first starts with the
  *   trailing whole sentences (at most `overlapChars` characters, fewer if needed to respect
  *   `maxChars`) of the previous chunk. There is no overlap across sections.
+ * - A chunk carries its section's `page` (null when the section has none); the tiny-section merge
+ *   above only joins sections of the same page.
  * - Every chunk's `text` is non-empty, trimmed and at most `maxChars` characters; `ord` counts
  *   from 0 in document order.
  *
@@ -81,12 +83,12 @@ export function chunkSections(sections: Section[], opts: ChunkOptions = {}): Chu
     carry = [];
     if (units.length === 0) continue;
     const next = sections[i + 1];
-    if (next && isChildHeading(section.heading, next.heading) && unitsLength(units) < TINY_SECTION_CHARS) {
+    if (next && (next.page ?? null) === (section.page ?? null) && isChildHeading(section.heading, next.heading) && unitsLength(units) < TINY_SECTION_CHARS) {
       carry = units;
       continue;
     }
     for (const text of packUnits(units, targetChars, maxChars, overlapChars)) {
-      chunks.push({ ord: chunks.length, heading: section.heading, text });
+      chunks.push({ ord: chunks.length, heading: section.heading, text, page: section.page ?? null });
     }
   }
   return chunks;

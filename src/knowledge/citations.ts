@@ -13,11 +13,15 @@ export function snippetOf(text: string): string {
 
 /**
  * Citations for a reply: the passages the model said it used (`used`, chunk ids, in that order) or,
- * when it does not say, every passage it was given, best first.
+ * when it does not say, every passage it was given, best first. A citation carries the passage's
+ * `heading` path when it is not empty and its `page` when it has one (PDF).
  */
 export function toCitations(passages: Passage[], used: string[] | undefined): Citation[] {
   const chosen = used === undefined ? passages : used.map((id) => passages.find((p) => p.chunk_id === id)).filter((p): p is Passage => p !== undefined);
-  return chosen.map((p) => ({
-    document_id: p.document_id, chunk_id: p.chunk_id, title: p.title, snippet: snippetOf(p.text), score: p.score,
-  }));
+  return chosen.map((p) => {
+    const citation: Citation = { document_id: p.document_id, chunk_id: p.chunk_id, title: p.title, snippet: snippetOf(p.text), score: p.score };
+    if (p.heading.length > 0) citation.heading = p.heading;
+    if (typeof p.page === 'number') citation.page = p.page;
+    return citation;
+  });
 }

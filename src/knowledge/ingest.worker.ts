@@ -5,8 +5,15 @@
  */
 import { z } from 'zod';
 import { chunkSections } from './chunker.js';
-import { markdownNestingDepth, MAX_MARKDOWN_NESTING, parseDocument } from './parse-document.js';
-import { DOCUMENT_CONTENT_TYPES, type IngestResult, type IngestTask } from './types.js';
+import { markdownNestingDepth, MAX_MARKDOWN_NESTING, parseDocument, type Section } from './parse-document.js';
+import { DOCUMENT_CONTENT_TYPES, DOCX_CONTENT_TYPE, type IngestResult, type IngestTask } from './types.js';
+
+// The HTML/DOCX and PDF parsers (linkedom, Readability, mammoth, pdf.js: several MB of code) load on
+// the first document that needs them, so a worker that only sees text starts fast and small.
+let htmlModule: Promise<typeof import('./parse-html.js')> | undefined;
+let pdfModule: Promise<typeof import('./parse-pdf.js')> | undefined;
+const loadHtml = () => (htmlModule ??= import('./parse-html.js'));
+const loadPdf = () => (pdfModule ??= import('./parse-pdf.js'));
 
 const ingestTaskSchema = z.object({
   title: z.string(),
@@ -15,18 +22,25 @@ const ingestTaskSchema = z.object({
 });
 
 /**
- * Ingests one document: validates the task, decodes `content` (bytes as strict UTF-8, a leading
- * BOM dropped; strings as they are), parses it by `contentType` and chunks it with the default
- * sizes of src/knowledge/chunker.ts.
+ * Ingests one document: validates the task, parses it by `contentType` and chunks it with the
+ * default sizes of src/knowledge/chunker.ts.
+ *
+ * - Text formats (`text/plain`, `text/markdown`, `text/html`): bytes are decoded as strict UTF-8 (a
+ *   leading BOM dropped; strings are taken as they are), then parsed by src/knowledge/parse-document.ts
+ *   or, for HTML, src/knowledge/parse-html.ts (Readability's main text).
+ * - `application/pdf` (src/knowledge/parse-pdf.ts, chunks carry their page) and DOCX
+ *   (src/knowledge/parse-html.ts, mammoth) take the bytes; a string content is refused.
  *
  * Never throws for a bad task or document; it resolves `{ok:false, error}` with a one-line reason:
- * `invalid ingestion task: ...`, `document is not valid UTF-8 text`,
- * `document contains NUL bytes (corrupt or binary file)`, `document is empty`,
+ * `invalid ingestion task: ...`, `document is empty` (no bytes, or only whitespace),
+ * `document is not valid UTF-8 text`, `document contains NUL bytes (corrupt or binary file)`,
  * `document nests deeper than 64 levels (block quotes or lists)` (Markdown only, checked by a linear
- * scan before the recursive parser runs, see MAX_MARKDOWN_NESTING), `document has no indexable text`,
- * or `document could not be parsed: ...`.
- * On success `characters` is the decoded text's length in UTF-16 code units (BOM excluded,
- * line ends as uploaded).
+ * scan before the recursive parser runs, see MAX_MARKDOWN_NESTING),
+ * `document is encrypted (password-protected PDF)`, `document is not a valid PDF (corrupt or truncated)`,
+ * `document is not a valid DOCX file: ...`, `document has no indexable text` (for a PDF, with a hint
+ * that a scanned PDF has no text layer), or `document could not be parsed: ...`.
+ * On success `characters` is the length of the text indexed, in UTF-16 code units: the decoded text
+ * (BOM excluded, line ends as uploaded) for text formats, the chunks' text for PDF and DOCX.
  */
 export default async function ingest(task: IngestTask): Promise<IngestResult> {
   const parsed = ingestTaskSchema.safeParse(task);
@@ -36,6 +50,36 @@ export default async function ingest(task: IngestTask): Promise<IngestResult> {
     return fail(`invalid ingestion task: ${where}${issue?.message ?? 'bad shape'}`);
   }
   const { contentType, content } = parsed.data;
+
+  if (contentType === 'application/pdf' || contentType === DOCX_CONTENT_TYPE) {
+    if (typeof content === 'string') return fail(`invalid ingestion task: content: ${contentType} needs the file's bytes`);
+    if (content.byteLength === 0) return fail('document is empty');
+    let sections: Section[];
+    try {
+      if (contentType === 'application/pdf') {
+        const { InvalidPdfError, parsePdf } = await loadPdf();
+        try {
+          sections = await parsePdf(content);
+        } catch (err) {
+          if (err instanceof InvalidPdfError) return fail(err.message);
+          throw err;
+        }
+      } else {
+        const { InvalidDocxError, parseDocx } = await loadHtml();
+        try {
+          sections = await parseDocx(content);
+        } catch (err) {
+          if (err instanceof InvalidDocxError) return fail(err.message);
+          throw err;
+        }
+      }
+    } catch (err) {
+      return fail(`document could not be parsed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    return chunked(sections, null, contentType === 'application/pdf'
+      ? 'document has no indexable text (a scanned PDF has images of text, not text)'
+      : 'document has no indexable text');
+  }
 
   let text: string;
   if (typeof content === 'string') {
@@ -52,14 +96,19 @@ export default async function ingest(task: IngestTask): Promise<IngestResult> {
   if (contentType === 'text/markdown' && markdownNestingDepth(text, MAX_MARKDOWN_NESTING) > MAX_MARKDOWN_NESTING) {
     return fail(`document nests deeper than ${MAX_MARKDOWN_NESTING} levels (block quotes or lists)`);
   }
-
   try {
-    const chunks = chunkSections(parseDocument(text, contentType));
-    if (chunks.length === 0) return fail('document has no indexable text');
-    return { ok: true, chunks, characters: text.length };
+    const sections = contentType === 'text/html' ? (await loadHtml()).parseHtml(text) : parseDocument(text, contentType);
+    return chunked(sections, text.length, 'document has no indexable text');
   } catch (err) {
     return fail(`document could not be parsed: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/** Chunks `sections`; `characters` null means the sum of the chunks' lengths. */
+function chunked(sections: Section[], characters: number | null, noText: string): IngestResult {
+  const chunks = chunkSections(sections);
+  if (chunks.length === 0) return fail(noText);
+  return { ok: true, chunks, characters: characters ?? chunks.reduce((n, c) => n + c.text.length, 0) };
 }
 
 function fail(error: string): IngestResult {

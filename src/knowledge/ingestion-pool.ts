@@ -19,6 +19,18 @@ export interface IngestionPoolOptions {
   idleMs?: number;
   /** Worker module URL; defaults to {@link resolveIngestWorkerUrl}(). For tests. */
   workerUrl?: URL;
+  /**
+   * Default time bound of one document, ms (default 60 s): counted from when a worker is free for it
+   * (not while it waits behind other documents). A task past it has its worker terminated and fails
+   * with `document took longer than N ms to parse`. {@link IngestRunOptions.timeoutMs} overrides it.
+   */
+  timeoutMs?: number;
+  /**
+   * Heap cap of each worker thread (V8 old generation), MB (default 512). A document whose parse needs
+   * more ends its worker and fails with `document needs more than N MB of memory to parse`; the pool
+   * starts a new worker for the next one.
+   */
+  memoryMb?: number;
 }
 
 /** Options of {@link IngestionPool.run}. */
@@ -29,7 +41,14 @@ export interface IngestRunOptions {
    * The caller's array is detached (length 0) afterwards. Default false.
    */
   transfer?: boolean;
+  /** Time bound of this document, ms; default the pool's `timeoutMs`. */
+  timeoutMs?: number;
 }
+
+/** Default of {@link IngestionPoolOptions.timeoutMs}, ms. */
+export const DEFAULT_INGEST_TIMEOUT_MS = 60_000;
+/** Default of {@link IngestionPoolOptions.memoryMb}, MB. */
+export const DEFAULT_INGEST_MEMORY_MB = 512;
 
 /**
  * URL of the compiled worker module. From compiled code (this module's URL ends in `.js`) the
@@ -44,11 +63,20 @@ export function resolveIngestWorkerUrl(): URL {
 
 /**
  * A fixed pool of ingestion workers. `run` never rejects: bad documents resolve with the worker's
- * `{ok:false, error}`, and a worker failure (crash, uncloneable task, closed pool) resolves
- * `{ok:false, error:'ingestion worker failed: ...'}` while the pool keeps serving later tasks.
+ * `{ok:false, error}`; a document past the time or memory bound resolves with the reason (its worker is
+ * terminated and replaced); any other worker failure (crash, uncloneable task, closed pool) resolves
+ * `{ok:false, error:'ingestion worker failed: ...'}`. Only that document fails: the other documents,
+ * running in other workers or waiting, carry on, and the pool keeps serving later tasks.
+ *
+ * At most `threads` documents are handed to Piscina at a time; the rest wait here in arrival order, so
+ * a document's time bound starts when a worker is free for it.
  */
 export class IngestionPool {
   readonly #piscina: Piscina<IngestTask, IngestResult>;
+  readonly #timeoutMs: number;
+  readonly #memoryMb: number;
+  readonly #waiting: Array<() => void> = [];
+  #running = 0;
   #closed = false;
 
   /**
@@ -61,6 +89,10 @@ export class IngestionPool {
     if (!Number.isInteger(opts.threads) || opts.threads < 1) {
       throw new RangeError(`ingestion pool threads must be an integer >= 1, got ${String(opts.threads)}`);
     }
+    this.#timeoutMs = opts.timeoutMs ?? DEFAULT_INGEST_TIMEOUT_MS;
+    this.#memoryMb = opts.memoryMb ?? DEFAULT_INGEST_MEMORY_MB;
+    if (!Number.isInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new RangeError(`ingestion timeoutMs must be an integer >= 1, got ${String(opts.timeoutMs)}`);
+    if (!Number.isInteger(this.#memoryMb) || this.#memoryMb < 8) throw new RangeError(`ingestion memoryMb must be an integer >= 8, got ${String(opts.memoryMb)}`);
     const workerUrl = opts.workerUrl ?? resolveIngestWorkerUrl();
     this.#piscina = new Piscina<IngestTask, IngestResult>({
       filename: workerUrl.href,
@@ -68,6 +100,10 @@ export class IngestionPool {
       minThreads: 0,
       maxThreads: opts.threads,
       idleTimeout: opts.idleMs ?? 60_000,
+      resourceLimits: {
+        maxOldGenerationSizeMb: this.#memoryMb,
+        maxYoungGenerationSizeMb: Math.max(4, Math.min(64, Math.floor(this.#memoryMb / 8))),
+      },
     });
     const onError = opts.onError;
     // Piscina emits 'error' for failures outside a task; an unhandled 'error' event would crash the process.
@@ -83,7 +119,7 @@ export class IngestionPool {
 
   /** Tasks waiting for a free worker. */
   get queueSize(): number {
-    return this.#piscina.queueSize;
+    return this.#waiting.length + this.#piscina.queueSize;
   }
 
   /**
@@ -92,6 +128,19 @@ export class IngestionPool {
    */
   async run(task: IngestTask, options: IngestRunOptions = {}): Promise<IngestResult> {
     if (this.#closed) return { ok: false, error: 'ingestion worker failed: the ingestion pool is closed' };
+    if (this.#running >= this.#piscina.maxThreads) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    this.#running++;
+    try {
+      return await this.#runNow(task, options);
+    } finally {
+      this.#running--;
+      this.#waiting.shift()?.();
+    }
+  }
+
+  async #runNow(task: IngestTask, options: IngestRunOptions): Promise<IngestResult> {
+    if (this.#closed) return { ok: false, error: 'ingestion worker failed: the ingestion pool is closed' };
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
     const transferList: ArrayBuffer[] = [];
     const content = task.content;
     if (
@@ -103,18 +152,27 @@ export class IngestionPool {
     ) {
       transferList.push(content.buffer);
     }
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), timeoutMs);
     try {
-      return await this.#piscina.run(task, transferList.length > 0 ? { transferList } : {});
+      return await this.#piscina.run(task, transferList.length > 0 ? { transferList, signal: abort.signal } : { signal: abort.signal });
     } catch (err) {
+      if (abort.signal.aborted) return { ok: false, error: `document took longer than ${timeoutMs} ms to parse (the ingestion time limit)` };
+      if ((err as { code?: unknown } | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+        return { ok: false, error: `document needs more than ${this.#memoryMb} MB of memory to parse (the ingestion memory limit)` };
+      }
       const message = err instanceof Error ? err.message : String(err);
       return { ok: false, error: `ingestion worker failed: ${message.replace(/\s+/g, ' ').trim().slice(0, 300)}` };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
-  /** Waits for running and queued tasks, then stops the workers. Idempotent. */
+  /** Waits for running and queued tasks, then stops the workers; tasks still waiting for a worker fail as closed. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const wake of this.#waiting.splice(0)) wake();
     await this.#piscina.close();
   }
 }

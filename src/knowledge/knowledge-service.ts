@@ -74,7 +74,8 @@ export class KnowledgeService {
     const started = performance.now();
     let error: string;
     try {
-      const result = await this.pool.run({ title: upload.title, contentType: upload.contentType, content: upload.content });
+      // The upload is stored already: its memory moves to the worker instead of being copied.
+      const result = await this.pool.run({ title: upload.title, contentType: upload.contentType, content: upload.content }, { transfer: true });
       if (result.ok) {
         const stored = await this.store.knowledge.completeDocument(doc.id, result.chunks, new Date().toISOString());
         if (stored) {

@@ -17,10 +17,13 @@ import type { DocumentContentType } from './types.js';
  * - `paragraphs`: plain-text paragraphs (no Markdown syntax), each non-empty and trimmed. Prose
  *   paragraphs are on one line (soft line breaks become spaces); lists, tables and code blocks keep
  *   one line per item / row / code line.
+ * - `page`: the 1-based page the section's text is on (PDF only: a section never spans pages);
+ *   absent for formats without pages.
  */
 export interface Section {
   heading: string;
   paragraphs: string[];
+  page?: number;
 }
 
 /** Separator between the levels of a {@link Section.heading} path. */
@@ -119,7 +122,7 @@ export function markdownNestingDepth(text: string, stopAbove = Number.POSITIVE_I
  * Sections without paragraphs are omitted, so the result may be empty. `\r\n` line ends are
  * accepted. Never throws for any string input.
  */
-export function parseDocument(content: string, contentType: DocumentContentType): Section[] {
+export function parseDocument(content: string, contentType: Extract<DocumentContentType, 'text/plain' | 'text/markdown'>): Section[] {
   const text = content.replace(/\r\n?/g, '\n');
   if (contentType === 'text/markdown') return parseMarkdown(text);
   return parsePlainText(text);
@@ -160,8 +163,11 @@ function parseMarkdown(text: string): Section[] {
   return sections;
 }
 
-/** Path of the heading stack: non-empty levels, first + last two when deeper than MAX_HEADING_DEPTH. */
-function headingPath(stack: string[]): string {
+/**
+ * Path of a heading stack (`stack[d]` is the heading of depth d + 1): the non-empty levels joined with
+ * {@link HEADING_SEPARATOR}, the first and the last two when deeper than {@link MAX_HEADING_DEPTH}.
+ */
+export function headingPath(stack: string[]): string {
   const levels: string[] = [];
   for (const level of stack) if (level !== undefined && level.length > 0) levels.push(level);
   if (levels.length > MAX_HEADING_DEPTH) {
@@ -241,7 +247,7 @@ function tableLines(table: Tokens.Table): string[] {
 }
 
 /** Code block text: lines kept, trailing spaces and leading/trailing blank lines removed. */
-function codeText(text: string): string {
+export function codeText(text: string): string {
   return text
     .split('\n')
     .map((line) => line.trimEnd())
@@ -322,7 +328,8 @@ function cleanText(text: string): string {
   return decodeEntities(text.replace(/\[([^\]\n]+)\]\[[^\]\n]*\]/g, '$1'));
 }
 
-function collapseWhitespace(text: string): string {
+/** `text` with every run of whitespace made one space, trimmed. */
+export function collapseWhitespace(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
 }
 

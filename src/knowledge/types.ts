@@ -5,6 +5,7 @@
 import { DOCUMENT_CONTENT_TYPES, type DocumentContentType } from '../vocabulary/document.js';
 
 export { DOCUMENT_CONTENT_TYPES, type DocumentContentType };
+export { DOCX_CONTENT_TYPE } from '../vocabulary/document.js';
 
 /** What the main thread sends to the ingestion worker. `content` is the raw upload. */
 export interface IngestTask {
@@ -19,6 +20,8 @@ export interface ChunkDraft {
   /** Heading path of the section the chunk sits in, e.g. `Crypto > Class: Hash`; '' at top level. */
   heading: string;
   text: string;
+  /** 1-based page number of a PDF chunk (the page its text starts on); null for formats without pages. */
+  page: number | null;
 }
 
 /** What the worker returns: the chunks, or a failure message for the document's `error` field. */

@@ -13,6 +13,8 @@ export interface Passage {
   heading: string;
   text: string;
   score: number;
+  /** 1-based page the passage starts on (PDF documents); null or absent for formats without pages. */
+  page?: number | null;
 }
 
 /** A tool call as the model produced it; `arguments` is the raw JSON text the model wrote. */

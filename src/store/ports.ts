@@ -175,6 +175,11 @@ export interface KnowledgePort {
   /** The organization's knowledge bases, newest first. Unknown cursor: AppError `validation_failed`. */
   listBases(orgId: string, page: PageRequest): Promise<Page<KnowledgeBaseRecord>>;
   /**
+   * Knowledge bases whose id or name is exactly `ref`, across organizations (or of `orgId` only when
+   * given), oldest first: how the command line (`kb import --kb <kb_id|name>`) finds a base.
+   */
+  findBases(ref: string, orgId?: string): Promise<KnowledgeBaseRecord[]>;
+  /**
    * Stores the document record and its raw upload `content` together (one transaction): when this
    * resolves both are durable, so an accepted upload (the 202 of API.md "Knowledge bases") survives a
    * crash and can be ingested again from pendingDocuments(). `content` comes back as the same type.

@@ -236,6 +236,8 @@ export interface NewChunk {
   ord: number;
   heading: string;
   text: string;
+  /** 1-based page of a PDF chunk; null (or absent) for formats without pages. */
+  page?: number | null;
 }
 
 /** A search hit: one chunk with its document's title; `score` is higher-is-better (bm25, sign flipped). */
@@ -246,6 +248,8 @@ export interface ChunkHit {
   heading: string;
   text: string;
   score: number;
+  /** 1-based page the chunk starts on (PDF documents); null for formats without pages. */
+  page: number | null;
 }
 
 /**

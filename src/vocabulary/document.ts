@@ -5,7 +5,13 @@ import { z } from 'zod';
 export const DocumentStatusSchema = z.enum(['processing', 'ready', 'failed']).meta({ id: 'DocumentStatus' });
 export type DocumentStatus = z.infer<typeof DocumentStatusSchema>;
 
-/** Media types a document may be uploaded as (HTML, PDF and DOCX come with the knowledge-formats issue). */
-export const DOCUMENT_CONTENT_TYPES = ['text/plain', 'text/markdown'] as const;
+/** The media type of a Word (Office Open XML) document, `.docx`. */
+export const DOCX_CONTENT_TYPE = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+
+/** Media types a document may be uploaded as (API.md "Knowledge bases"). */
+export const DOCUMENT_CONTENT_TYPES = ['text/plain', 'text/markdown', 'text/html', 'application/pdf', DOCX_CONTENT_TYPE] as const;
 export const DocumentContentTypeSchema = z.enum(DOCUMENT_CONTENT_TYPES);
 export type DocumentContentType = z.infer<typeof DocumentContentTypeSchema>;
+
+/** The text media types: the only ones a JSON upload (`content` is a string) may name. PDF and DOCX are binary. */
+export const TEXT_CONTENT_TYPES = ['text/plain', 'text/markdown', 'text/html'] as const;

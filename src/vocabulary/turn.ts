@@ -38,5 +38,7 @@ export type Usage = z.infer<typeof UsageSchema>;
 /** A knowledge-base passage a reply used; `score` is higher-is-better (bm25, sign flipped). */
 export const CitationSchema = z.object({
   document_id: z.string(), chunk_id: z.string(), title: z.string(), snippet: z.string(), score: z.number(),
+  heading: z.string().optional().describe('Heading path of the passage inside its document, e.g. "Refunds > Gift cards"; absent at the top level'),
+  page: z.number().int().min(1).optional().describe('1-based page the passage starts on (PDF documents); absent for formats without pages'),
 }).meta({ id: 'Citation' });
 export type Citation = z.infer<typeof CitationSchema>;

@@ -622,6 +622,21 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.knowledge.getDocument(ORG_B, 'kb_1', 'doc_1')).toBeUndefined();
       });
 
+      it('findBases finds bases by exact id or name, across organizations or within one, oldest first', async () => {
+        await store.knowledge.createBase({ ...base('kb_f1'), name: 'Handbook', created_at: T0 });
+        await store.knowledge.createBase({ ...base('kb_f2'), name: 'Handbook', created_at: T1 });
+        await store.knowledge.createBase({ ...base('kb_f9', ORG_B), name: 'Handbook', created_at: T2 });
+        await store.knowledge.createBase({ ...base('kb_f3'), name: 'kb_f9', created_at: T3 });
+        const ids = (list: Array<{ id: string }>) => list.map((b) => b.id);
+        expect(ids(await store.knowledge.findBases('Handbook'))).toEqual(['kb_f1', 'kb_f2', 'kb_f9']);
+        expect(ids(await store.knowledge.findBases('Handbook', ORG_B))).toEqual(['kb_f9']);
+        expect(ids(await store.knowledge.findBases('kb_f9'))).toEqual(['kb_f9', 'kb_f3']);
+        expect(ids(await store.knowledge.findBases('kb_f9', ORG_A))).toEqual(['kb_f3']);
+        expect(await store.knowledge.findBases('handbook')).toEqual([]);
+        expect(await store.knowledge.findBases('kb_f1', ORG_B)).toEqual([]);
+        expect(await store.knowledge.findBases('kb_f1')).toEqual([{ id: 'kb_f1', org_id: ORG_A, name: 'Handbook', created_at: T0 }]);
+      });
+
       it('lists a base\'s documents newest first with pages; a cursor of another base is a 400', async () => {
         for (const id of ['doc_1', 'doc_2', 'doc_3']) await store.knowledge.createDocument(doc(id, 'kb_1'), 'x');
         await store.knowledge.createDocument(doc('doc_4', 'kb_2'), 'x');
@@ -727,6 +742,18 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         });
         expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
         expect(new Set(hits.map((h) => h.chunk_id)).size).toBe(2);
+      });
+
+      it('returns the page a chunk was stored with (PDF), and null for chunks without one', async () => {
+        await store.knowledge.createDocument(doc('doc_manual', 'kb_2', ORG_A, T0, 'Manual'), new Uint8Array([37, 80]));
+        await store.knowledge.completeDocument('doc_manual', [
+          { ord: 0, heading: 'Intro', text: 'The wombat chapter starts here.', page: 1 },
+          { ord: 1, heading: 'Intro > Burrows', text: 'A wombat digs burrows with its claws.', page: 4 },
+        ], T1);
+        const hits = await store.knowledge.search(ORG_A, ['kb_2'], 'wombat burrows claws', 10);
+        expect(hits.map((h) => [h.heading, h.page])).toEqual([['Intro > Burrows', 4], ['Intro', 1]]);
+        const plain = await store.knowledge.search(ORG_A, ['kb_1'], 'koalas', 10);
+        expect(plain.map((h) => [h.heading, h.page])).toEqual([['Koalas', null]]);
       });
 
       it('searches only the given knowledge bases of the given organization, at most k', async () => {

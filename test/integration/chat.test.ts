@@ -182,7 +182,9 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     expect(body.tool_runs).toEqual([]);
     expect(body.citations.length).toBeGreaterThan(0);
     for (const c of body.citations) {
-      expect(Object.keys(c).sort()).toEqual(['chunk_id', 'document_id', 'score', 'snippet', 'title']);
+      // Every passage of the tea document sits under one of its headings, so each citation names it.
+      expect(Object.keys(c).sort()).toEqual(['chunk_id', 'document_id', 'heading', 'score', 'snippet', 'title']);
+      expect(c.heading).toMatch(/^Zephyr tea garden/);
       expect(c.document_id).toBe(docId);
       expect(c.chunk_id).toMatch(/^chk_/);
       expect(c.title).toBe(DOC_TITLE);

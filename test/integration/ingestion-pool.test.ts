@@ -77,7 +77,7 @@ describe('IngestionPool', () => {
     expect(commentsOnly).toEqual({ ok: false, error: 'document has no indexable text' });
     expect(good).toEqual({
       ok: true,
-      chunks: [{ ord: 0, heading: 'Guide > Setup', text: 'Install the service and start it. It listens on port 8080 by default.' }],
+      chunks: [{ ord: 0, heading: 'Guide > Setup', page: null, text: 'Install the service and start it. It listens on port 8080 by default.' }],
       characters: 89,
     });
 
@@ -86,7 +86,7 @@ describe('IngestionPool', () => {
   });
 
   it('reports an invalid task and a worker failure as ok:false, and keeps serving', async () => {
-    const invalid = await pool.run({ title: 'x', contentType: 'application/pdf', content: 'x' } as unknown as IngestTask);
+    const invalid = await pool.run({ title: 'x', contentType: 'application/msword', content: 'x' } as unknown as IngestTask);
     expect(invalid).toEqual({ ok: false, error: expect.stringMatching(/^invalid ingestion task: contentType/) });
 
     // A function cannot be sent to a worker: the pool's run rejects, and IngestionPool turns it into a failure.

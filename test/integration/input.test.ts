@@ -263,8 +263,8 @@ describe('document uploads', () => {
     return fetch(`${srv.url}/v1/knowledge-bases/${kbId}/documents${path}`, { method: 'POST', headers, body });
   };
 
-  it('Content-Type application/pdf -> 415 unsupported_content_type', async () => {
-    await expectApiError(await upload('?title=Manual', Buffer.from('%PDF-1.4\n%\xe2\xe3\n'), 'application/pdf'), 415, 'unsupported_media_type_error', 'unsupported_content_type');
+  it('Content-Type application/msword (the old .doc format) -> 415 unsupported_content_type', async () => {
+    await expectApiError(await upload('?title=Manual', Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]), 'application/msword'), 415, 'unsupported_media_type_error', 'unsupported_content_type');
   });
 
   it('other unsupported types (image/png, octet-stream, none) -> 415', async () => {

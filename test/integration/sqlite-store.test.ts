@@ -77,7 +77,7 @@ describe('sqlite: migrations', () => {
     v1.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(5);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(6);
     expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(s.db.pragma('foreign_key_check')).toEqual([]);
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
@@ -125,7 +125,7 @@ describe('sqlite: migrations', () => {
     v2.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(5);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(6);
     expect(await s.apiKeys.findByHash('h1')).toEqual({ id: 'key_1', org_id: 'org_A', name: 'old', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
     expect(await s.memberships.organizationsOf('usr_1')).toEqual([]);
     expect(await s.signingKeys.active()).toBeUndefined();
@@ -144,17 +144,41 @@ describe('sqlite: migrations', () => {
     v3.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(5);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(6);
     expect((await s.agents.get('org_A', 'agt_1'))?.allowed_origins).toEqual(['*']);
     expect((await s.conversations.get('org_A', 'conv_1'))?.visitor_token_hash).toBeNull();
     expect(s.db.prepare(`SELECT name FROM pragma_table_info('socket_tickets') WHERE name = 'session_id'`).all()).toEqual([{ name: 'session_id' }]);
+  });
+
+  it('migrates a version-4 directory: chunks stored before have no page, and new ones keep theirs', async () => {
+    const dir = tempDir();
+    const v4 = version1(dir);
+    v4.pragma('foreign_keys = OFF');
+    for (const m of MIGRATIONS.slice(1, 4)) v4.exec(m);
+    v4.pragma('user_version = 4');
+    v4.prepare(`INSERT INTO knowledge_bases VALUES ('kb_1', 'org_A', 'Docs', ?)`).run(T0);
+    v4.prepare(`INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
+      VALUES ('doc_1', 'org_A', 'kb_1', 'Old', 'text/plain', 'ready', NULL, 1, 10, ?, ?)`).run(T0, T0);
+    v4.prepare(`INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body) VALUES ('chk_1', 'doc_1', 'kb_1', 'org_A', 0, 'Old', '', 'walrus migration notes')`).run();
+    v4.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(6);
+    expect(await s.knowledge.search('org_A', ['kb_1'], 'walrus', 5)).toEqual([
+      expect.objectContaining({ chunk_id: 'chk_1', heading: '', page: null }),
+    ]);
+    await s.knowledge.createDocument({ ...doc('doc_2'), title: 'Manual' }, new Uint8Array([1]));
+    expect(await s.knowledge.completeDocument('doc_2', [{ ord: 0, heading: 'Setup', text: 'walrus on page four', page: 4 }], T1)).toBe(true);
+    expect((await s.knowledge.search('org_A', ['kb_1'], 'walrus page', 5)).map((h) => [h.title, h.heading, h.page])).toEqual([
+      ['Manual', 'Setup', 4], ['Old', '', null],
+    ]);
   });
 
   it('opens an up-to-date directory again without migrating', () => {
     const dir = tempDir();
     store(dir).db.close();
     const again = store(dir);
-    expect(again.db.pragma('user_version', { simple: true })).toBe(5);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(6);
     expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 });

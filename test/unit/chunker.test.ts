@@ -247,11 +247,25 @@ describe('chunkSections', () => {
     ];
     const chunks = chunkSections(sections);
     expect(chunks).toEqual([
-      { ord: 0, heading: 'Class: Hash > hash.digest()', text: 'Short intro of the class.\n\nCalculates the digest of all of the data.' },
-      { ord: 1, heading: 'Sibling', text: 'Tiny sibling text.' },
-      { ord: 2, heading: 'Other', text: 'Unrelated text.' },
+      { ord: 0, heading: 'Class: Hash > hash.digest()', page: null, text: 'Short intro of the class.\n\nCalculates the digest of all of the data.' },
+      { ord: 1, heading: 'Sibling', page: null, text: 'Tiny sibling text.' },
+      { ord: 2, heading: 'Other', page: null, text: 'Unrelated text.' },
     ]);
   });
+
+  it('carries the page of each section onto its chunks, and merges a tiny section only within its page', () => {
+    const sections: Section[] = [
+      { heading: 'Manual', paragraphs: ['Intro on page one.'], page: 1 },
+      { heading: 'Manual > Setup', paragraphs: ['Setup starts on page two.'], page: 2 },
+      { heading: 'Manual > Setup', paragraphs: ['Setup goes on over page three.'], page: 3 },
+    ];
+    expect(chunkSections(sections)).toEqual([
+      { ord: 0, heading: 'Manual', page: 1, text: 'Intro on page one.' },
+      { ord: 1, heading: 'Manual > Setup', page: 2, text: 'Setup starts on page two.' },
+      { ord: 2, heading: 'Manual > Setup', page: 3, text: 'Setup goes on over page three.' },
+    ]);
+  });
+
 
   it('chunks plain text into a single-heading stream', () => {
     const text = [sentences('plain', 8), sentences('text', 8), sentences('more', 8)].join('\n\n');

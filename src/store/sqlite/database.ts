@@ -116,7 +116,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE socket_tickets ADD COLUMN session_id TEXT;
   CREATE INDEX conversations_org_status ON conversations(org_id, status, id);
   `,
-  // 7 (numbered for the knowledge issue's merge; the fifth on this branch): tool runs. One row per tool
+  // 5: tool runs. One row per tool
   // call an agent made (built-in or HTTP), without arguments, headers or bodies (those stay in the agent
   // message's tool_runs), for the run history of a conversation.
   `
@@ -125,6 +125,11 @@ export const MIGRATIONS: readonly string[] = [
     tool_call_id TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, http_status INTEGER,
     error TEXT, duration_ms INTEGER NOT NULL, response_bytes INTEGER NOT NULL, created_at TEXT NOT NULL);
   CREATE INDEX tool_runs_conversation ON tool_runs(org_id, conversation_id, created_at, id);
+  `,
+  // 6: the page a chunk of a PDF starts on,
+  // so that a citation can name it. NULL for formats without pages and for chunks stored before.
+  `
+  ALTER TABLE chunks ADD COLUMN page INTEGER;
   `,
 ];
 

@@ -70,6 +70,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
   const sql = {
     insertBase: db.prepare('INSERT INTO knowledge_bases (id, org_id, name, created_at) VALUES (?, ?, ?, ?)'),
     baseById: db.prepare('SELECT * FROM knowledge_bases WHERE org_id = ? AND id = ?'),
+    basesByRef: db.prepare('SELECT * FROM knowledge_bases WHERE (id = @ref OR name = @ref) AND (@org IS NULL OR org_id = @org) ORDER BY created_at, id'),
     insertDocument: db.prepare(
       `INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -83,7 +84,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
     restart: db.prepare(`UPDATE documents SET status = 'processing', error = NULL WHERE id = ? AND status <> 'processing'`),
     clearBatch: db.prepare(`DELETE FROM chunks WHERE rowid IN (SELECT rowid FROM chunks WHERE doc_id = ? LIMIT ${CLEAR_BATCH})`),
     insertChunk: db.prepare(
-      'INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      'INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     markReady: db.prepare(`UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, updated_at = ? WHERE id = ?`),
     markFailed: db.prepare(`UPDATE documents SET status = 'failed', error = ?, updated_at = ? WHERE id = ?`),
     deleteDocument: db.prepare('DELETE FROM documents WHERE org_id = ? AND kb_id = ? AND id = ?'),
@@ -130,7 +131,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
     if (p.cleared) {
       while (p.next < chunks.length) {
         const c = chunks[p.next]!;
-        sql.insertChunk.run(newId('chk'), id, doc.kb_id, doc.org_id, c.ord, doc.title, c.heading, c.text);
+        sql.insertChunk.run(newId('chk'), id, doc.kb_id, doc.org_id, c.ord, doc.title, c.heading, c.text, c.page ?? null);
         p.next++;
         if (performance.now() >= workUntil) break;
       }
@@ -172,6 +173,9 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
     async getBase(orgId, id) {
       const r = sql.baseById.get(orgId, id) as Row | undefined;
       return r ? knowledgeBaseFromRow(r) : undefined;
+    },
+    async findBases(ref, orgId) {
+      return (sql.basesByRef.all({ ref, org: orgId ?? null }) as Row[]).map(knowledgeBaseFromRow);
     },
     async listBases(orgId, page) {
       return toPage(bases.rows([orgId], page), page, knowledgeBaseFromRow);
@@ -215,7 +219,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
       let stmt = searches.get(kbIds.length);
       if (stmt === undefined) {
         stmt = db.prepare(
-          `SELECT c.id, c.doc_id, c.title, c.heading, c.body, bm25(chunks_fts, 4.0, 2.0, 1.0) AS rank
+          `SELECT c.id, c.doc_id, c.title, c.heading, c.body, c.page, bm25(chunks_fts, 4.0, 2.0, 1.0) AS rank
            FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid JOIN documents d ON d.id = c.doc_id
            WHERE chunks_fts MATCH ? AND c.org_id = ? AND c.kb_id IN (${kbIds.map(() => '?').join(', ')}) AND d.status = 'ready'
            ORDER BY rank, c.rowid LIMIT ?`);
@@ -224,7 +228,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
       const rows = stmt.all(match, orgId, ...kbIds, k) as Row[];
       return rows.map((r) => ({
         document_id: r.doc_id as string, chunk_id: r.id as string, title: r.title as string,
-        heading: r.heading as string, text: r.body as string,
+        heading: r.heading as string, text: r.body as string, page: (r.page as number | null) ?? null,
         score: Math.round(-(r.rank as number) * 1000) / 1000,
       }));
     },

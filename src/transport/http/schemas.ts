@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { AgentToolSchema, BUILTIN_TOOL_NAMES, ModelChoiceSchema, SafetySettingsSchema } from '../../vocabulary/agent.js';
 import { ConversationStatusSchema } from '../../vocabulary/conversation.js';
-import { DOCUMENT_CONTENT_TYPES, DocumentStatusSchema } from '../../vocabulary/document.js';
+import { DocumentStatusSchema, TEXT_CONTENT_TYPES } from '../../vocabulary/document.js';
 import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message.js';
 import { RoleSchema } from '../../vocabulary/role.js';
 import { StreamEventSchema } from '../../vocabulary/stream-event.js';
@@ -87,7 +87,8 @@ export const KnowledgeBaseSchema = z.object({ id: z.string(), name: z.string(), 
 export const DocumentJsonSchema = z.object({
   title: z.string().trim().min(1).max(300),
   content: z.string().min(1),
-  content_type: z.enum(DOCUMENT_CONTENT_TYPES).default('text/markdown'),
+  content_type: z.enum(TEXT_CONTENT_TYPES).default('text/markdown')
+    .describe('A text format; PDF and DOCX files are uploaded as a raw body'),
 }).strict().meta({ id: 'DocumentCreate' });
 
 export const DocumentQuery = z.object({ title: z.string().trim().min(1).max(300).optional() }).strict();
@@ -106,7 +107,10 @@ export const SearchQuery = z.object({
 }).strict();
 
 export const SearchResultSchema = z.object({
-  data: z.array(z.object({ document_id: z.string(), chunk_id: z.string(), title: z.string(), heading: z.string(), text: z.string(), score: z.number() })),
+  data: z.array(z.object({
+    document_id: z.string(), chunk_id: z.string(), title: z.string(), heading: z.string(), text: z.string(), score: z.number(),
+    page: z.number().int().nullable().describe('1-based page the passage starts on (PDF documents); null for formats without pages'),
+  })),
 }).meta({ id: 'SearchResults' });
 
 export const ChatRequestSchema = z.object({

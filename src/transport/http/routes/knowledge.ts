@@ -37,7 +37,7 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
     },
     {
       method: 'POST', path: '/v1/knowledge-bases/{kb_id}/documents', tag: 'Knowledge bases', access: ACCESS.manage,
-      summary: 'Upload a document (raw text/plain or text/markdown body with ?title=, or JSON {title, content, content_type})',
+      summary: 'Upload a document (raw text/plain, text/markdown, text/html, application/pdf or DOCX body with ?title=, or JSON {title, content, content_type} for the text formats)',
       body: 'raw', query: DocumentQuery,
       responses: [
         { status: 202, description: 'Accepted; ingestion runs in the background', schema: DocumentAcceptedSchema },

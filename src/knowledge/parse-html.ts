@@ -1,0 +1,230 @@
+/**
+ * HTML and DOCX parsing for knowledge-base ingestion: the DOM comes from `linkedom`, the readable main
+ * text of a web page from Mozilla's Readability, and a Word document becomes HTML through `mammoth`.
+ * The DOM is then walked into {@link Section}s: headings (h1-h6) start sections under their heading
+ * path, block elements become paragraphs.
+ *
+ * Runs inside the ingestion worker (src/knowledge/ingest.worker.ts).
+ */
+import { Readability } from '@mozilla/readability';
+import { parseHTML } from 'linkedom';
+import mammoth from 'mammoth';
+import { codeText, collapseWhitespace, headingPath, type Section } from './parse-document.js';
+
+/** Elements whose content is never text of the document: code, styling, navigation, page chrome, forms. */
+const DROPPED = new Set([
+  'script', 'style', 'noscript', 'template', 'nav', 'svg', 'canvas', 'iframe', 'object', 'embed',
+  'head', 'header', 'footer', 'aside', 'form', 'button', 'select', 'textarea', 'input', 'dialog', 'menu',
+]);
+
+/** Elements that end the running paragraph and are walked on their own. */
+const BLOCKS = new Set([
+  'address', 'article', 'blockquote', 'body', 'dd', 'details', 'div', 'dl', 'dt', 'fieldset', 'figcaption',
+  'figure', 'hr', 'li', 'main', 'p', 'section', 'summary', 'caption', 'center', 'html',
+]);
+
+const HEADING = /^h([1-6])$/;
+
+/** The part of the DOM the walker uses (linkedom's nodes, typed loosely: linkedom ships its own DOM types). */
+interface DomNode {
+  nodeType: number;
+  localName?: string;
+  textContent: string | null;
+  childNodes: ArrayLike<DomNode>;
+  querySelectorAll?(selector: string): ArrayLike<DomNode>;
+}
+
+const ELEMENT = 1;
+const TEXT = 3;
+
+/** Builds sections: a heading stack and the paragraphs under the current heading. */
+class SectionBuilder {
+  readonly #sections: Section[] = [];
+  readonly #stack: string[] = [];
+  #current: Section = { heading: '', paragraphs: [] };
+
+  heading(depth: number, text: string): void {
+    const title = collapseWhitespace(text);
+    if (title.length === 0) return;
+    if (this.#current.paragraphs.length > 0) this.#sections.push(this.#current);
+    this.#stack.length = depth;
+    this.#stack[depth - 1] = title;
+    this.#current = { heading: headingPath(this.#stack), paragraphs: [] };
+  }
+
+  paragraph(text: string): void {
+    const trimmed = text.trim();
+    if (trimmed.length > 0) this.#current.paragraphs.push(trimmed);
+  }
+
+  sections(): Section[] {
+    if (this.#current.paragraphs.length > 0) this.#sections.push(this.#current);
+    this.#current = { heading: this.#current.heading, paragraphs: [] };
+    return this.#sections;
+  }
+}
+
+function tagOf(node: DomNode): string {
+  return (node.localName ?? '').toLowerCase();
+}
+
+/** Text of a node without its dropped descendants (scripts inside a paragraph, for instance). */
+function textOf(node: DomNode): string {
+  if (node.nodeType === TEXT) return node.textContent ?? '';
+  if (node.nodeType !== ELEMENT) return '';
+  const tag = tagOf(node);
+  if (DROPPED.has(tag)) return '';
+  if (tag === 'br') return '\n';
+  let out = '';
+  for (let i = 0; i < node.childNodes.length; i++) out += textOf(node.childNodes[i]!);
+  // Block children inside an inline context still separate words.
+  return BLOCKS.has(tag) || tag === 'tr' || tag === 'td' || tag === 'th' ? ` ${out} ` : out;
+}
+
+/** One line per list item (ordered ones numbered), nested lists flattened after their item. */
+function listLines(list: DomNode): string[] {
+  const ordered = tagOf(list) === 'ol';
+  const lines: string[] = [];
+  let n = 0;
+  for (let i = 0; i < list.childNodes.length; i++) {
+    const item = list.childNodes[i]!;
+    if (item.nodeType !== ELEMENT || tagOf(item) !== 'li') continue;
+    n++;
+    let own = '';
+    const nested: string[] = [];
+    for (let j = 0; j < item.childNodes.length; j++) {
+      const child = item.childNodes[j]!;
+      const tag = child.nodeType === ELEMENT ? tagOf(child) : '';
+      if (tag === 'ul' || tag === 'ol') nested.push(...listLines(child));
+      else own += textOf(child);
+    }
+    const text = collapseWhitespace(own);
+    if (text.length > 0) lines.push(ordered ? `${n}. ${text}` : text);
+    lines.push(...nested);
+  }
+  return lines;
+}
+
+/** One line per table row, cells joined with ` | `; empty rows dropped. */
+function tableLines(table: DomNode): string[] {
+  const lines: string[] = [];
+  const rows = table.querySelectorAll?.('tr') ?? [];
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    const cells: string[] = [];
+    for (let j = 0; j < row.childNodes.length; j++) {
+      const cell = row.childNodes[j]!;
+      const tag = cell.nodeType === ELEMENT ? tagOf(cell) : '';
+      if (tag !== 'td' && tag !== 'th') continue;
+      const text = collapseWhitespace(textOf(cell));
+      if (text.length > 0) cells.push(text);
+    }
+    if (cells.length > 0) lines.push(cells.join(' | '));
+  }
+  return lines;
+}
+
+/**
+ * Walks `node`'s children: text and inline elements accumulate into the running paragraph; a heading
+ * starts a section; lists, tables and preformatted blocks become one paragraph each (one line per item,
+ * row or code line); other blocks end the running paragraph and are walked in turn.
+ */
+function walk(node: DomNode, out: SectionBuilder): void {
+  let inline = '';
+  const flush = (): void => {
+    out.paragraph(collapseWhitespace(inline));
+    inline = '';
+  };
+  for (let i = 0; i < node.childNodes.length; i++) {
+    const child = node.childNodes[i]!;
+    if (child.nodeType === TEXT) { inline += child.textContent ?? ''; continue; }
+    if (child.nodeType !== ELEMENT) continue;
+    const tag = tagOf(child);
+    if (DROPPED.has(tag)) continue;
+    const heading = HEADING.exec(tag);
+    if (heading) {
+      flush();
+      out.heading(Number(heading[1]), textOf(child));
+    } else if (tag === 'ul' || tag === 'ol') {
+      flush();
+      out.paragraph(listLines(child).join('\n'));
+    } else if (tag === 'table') {
+      flush();
+      out.paragraph(tableLines(child).join('\n'));
+    } else if (tag === 'pre') {
+      flush();
+      out.paragraph(codeText(child.textContent ?? ''));
+    } else if (BLOCKS.has(tag)) {
+      flush();
+      walk(child, out);
+    } else {
+      inline += textOf(child);
+    }
+  }
+  flush();
+}
+
+/**
+ * Sections of an HTML fragment, walked from its `<body>` without Readability. With a `title`, the
+ * fragment's headings sit under it (it is the level-1 heading; Readability takes the page's own h1 out
+ * as the title and turns the other h1s into h2s).
+ */
+function sectionsOfMarkup(html: string, title = ''): Section[] {
+  const { document } = parseHTML(`<!doctype html><html><head></head><body>${html}</body></html>`);
+  const out = new SectionBuilder();
+  if (title.length > 0) out.heading(1, title);
+  walk(document.body as unknown as DomNode, out);
+  return out.sections();
+}
+
+/**
+ * Sections of an HTML page: its readable main text as Mozilla Readability extracts it (navigation,
+ * sidebars, scripts and styles left out), walked into sections by heading (h1-h6, path of at most
+ * three levels as in src/knowledge/parse-document.ts), under the article's title as the top heading. When Readability finds no article (a short page,
+ * a fragment), the whole `<body>` is walked with scripts, styles, navigation, header, footer, aside and
+ * forms dropped. Never throws for any string; the result may be empty.
+ */
+export function parseHtml(source: string): Section[] {
+  // A fragment (no <html> or <body>) gets a document around it, or the DOM would be its first element alone.
+  const html = /<(?:html|body)[\s>]/i.test(source) ? source : `<!doctype html><html><head></head><body>${source}</body></html>`;
+  let article: { content?: string | null; title?: string | null } | null = null;
+  try {
+    const { document } = parseHTML(html);
+    article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 0 }).parse();
+  } catch {
+    article = null;
+  }
+  const content = article?.content;
+  if (typeof content === 'string' && content.trim().length > 0) {
+    const sections = sectionsOfMarkup(content, collapseWhitespace(article?.title ?? ''));
+    if (sections.length > 0) return sections;
+  }
+  const { document } = parseHTML(html);
+  const out = new SectionBuilder();
+  const body = (document.body ?? document.documentElement) as unknown as DomNode | null;
+  if (body) walk(body, out);
+  return out.sections();
+}
+
+/** A DOCX file that is not one: the reason for the document's `error`. */
+export class InvalidDocxError extends Error {}
+
+/**
+ * Sections of a Word document (`.docx`): `mammoth` converts it to HTML (Heading 1-6 styles become
+ * h1-h6, lists and tables kept), which is walked like HTML (without Readability: all of a Word document
+ * is content).
+ *
+ * @throws InvalidDocxError when the bytes are not a DOCX package (not a zip, or a zip without a Word
+ *   document part), with mammoth's reason.
+ */
+export async function parseDocx(bytes: Uint8Array): Promise<Section[]> {
+  let html: string;
+  try {
+    const result = await mammoth.convertToHtml({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+    html = result.value;
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new InvalidDocxError(`document is not a valid DOCX file: ${reason}`);
+  }
+  return sectionsOfMarkup(html);
+}
