@@ -165,7 +165,7 @@ export class ChatService {
 
     let conversation: ConversationRecord;
     let message: MessageRecord;
-    let stored: Promise<void>;
+    let stored: Promise<unknown>;
     let actor: ConversationActor;
     let visitorToken: string | undefined;
     const isNew = input.conversation_id === undefined;

@@ -13,6 +13,7 @@ import { createRefreshTokens } from './refresh-tokens.js';
 import { createSigningKeys } from './signing-keys.js';
 import { createSocketTickets } from './socket-tickets.js';
 import { createUsers } from './users.js';
+import { createUsage, createWebhooks } from './webhooks.js';
 
 /** Options of createSqliteStore. */
 export interface SqliteStoreOptions {
@@ -55,6 +56,8 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     agents: createAgents(db),
     knowledge,
     conversations: createConversations(db, writer),
+    webhooks: createWebhooks(db, writer),
+    usage: createUsage(db, writer),
     async ping() {
       ping.get();
     },
