@@ -15,6 +15,7 @@ import { oneShot } from './benchmarks/one-shot.js';
 import { ingest } from './benchmarks/ingest.js';
 import { shortTurns } from './benchmarks/short-turns.js';
 import { overload } from './benchmarks/overload.js';
+import { webhooks } from './benchmarks/webhooks.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
@@ -28,6 +29,7 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   overload,
   'one-shot': oneShot,
   ingest,
+  webhooks,
 };
 
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]
