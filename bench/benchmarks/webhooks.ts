@@ -1,6 +1,6 @@
 /**
  * webhooks: what outbound webhooks cost and what they do to streams (API.md "Webhooks").
- * - Throughput: a local receiver (node:http, 204) behind 10 endpoints subscribed to every event;
+ * - Throughput: a local receiver (node:http, 204, a process of its own) behind 10 endpoints subscribed to every event;
  *   operator messages (each a `message.created`: 10 deliveries) are posted as fast as `concurrency`
  *   clients allow; deliveries/s = arrivals / (last arrival - first post).
  * - Latency: p50/p99 from the post that caused an event (the change) to the receiver's arrival of
@@ -9,57 +9,33 @@
  *   alone, and while operator messages are paced at `deliveriesPerS / 10` per second (so
  *   `deliveriesPerS` deliveries/s go out).
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { startParleyServer } from '../lib/processes.js';
+import { join } from 'node:path';
+import { readyLine, spawnNode, startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
 import { summarize, type Summary } from '../lib/stats.js';
 import { fx, sleep, stopAll, parleyOptions, type Ctx } from './common.js';
 
 const ENDPOINTS = 10;
 
+interface Stats { count: number; first: number; last: number; arrivals: Record<string, number[]> }
+
 interface Receiver {
   url: string;
-  arrivals: Map<string, number[]>;
-  count: () => number;
-  firstAt: () => number;
-  lastAt: () => number;
-  reset(): void;
-  close(): Promise<void>;
+  stats(): Promise<Stats>;
+  reset(): Promise<void>;
+  stop(): Promise<void>;
 }
 
-async function startReceiver(): Promise<Receiver> {
-  let arrivals = new Map<string, number[]>();
-  let count = 0;
-  let first = 0;
-  let last = 0;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = performance.now() + performance.timeOrigin;
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: { message_id?: string } };
-        const key = body.data?.message_id;
-        if (key !== undefined) {
-          const l = arrivals.get(key);
-          if (l) l.push(at); else arrivals.set(key, [at]);
-        }
-      } catch { /* counted anyway */ }
-      if (count === 0) first = at;
-      count++;
-      last = at;
-      res.writeHead(204).end();
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+/** Starts bench/lib/webhook-receiver.ts (compiled) as a process of its own. */
+async function startReceiver(root: string): Promise<Receiver> {
+  const proc = spawnNode('webhook-receiver', join(root, 'dist/bench/lib/webhook-receiver.js'));
+  const { port } = await readyLine<{ port: number }>(proc);
+  const url = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    get arrivals() { return arrivals; },
-    count: () => count, firstAt: () => first, lastAt: () => last,
-    reset() { arrivals = new Map(); count = 0; first = 0; last = 0; },
-    async close() { server.closeAllConnections(); await new Promise((r) => server.close(r)); },
+    url,
+    async stats() { return (await (await fetch(`${url}/__stats`)).json()) as Stats; },
+    async reset() { await fetch(`${url}/__reset`, { method: 'POST' }); },
+    stop: (graceMs?: number) => proc.stop(graceMs),
   };
 }
 
@@ -96,7 +72,7 @@ export async function webhooks(ctx: Ctx): Promise<BenchOutcome> {
     endpoints: ENDPOINTS, concurrency: smoke ? 8 : 32, throughputChanges: smoke ? 200 : 3000,
     deliveriesPerS: 1000, pacedS: smoke ? 2 : 10, wordDelayMs: 15, streams: smoke ? 2 : 8,
   };
-  const rx = await startReceiver();
+  const rx = await startReceiver(ctx.root);
   const parley = await startParleyServer(ctx.root, parleyOptions(ctx, undefined, {
     PARLEY_WEBHOOKS_ALLOW_PRIVATE: 'true', PARLEY_BUILTIN_WORD_DELAY_MS: String(config.wordDelayMs), PARLEY_WEBHOOK_MAX_IN_FLIGHT: '16',
   }));
@@ -119,24 +95,28 @@ export async function webhooks(ctx: Ctx): Promise<BenchOutcome> {
       const m = await post(`/v1/conversations/${conv}/messages`, { content: 'status update' });
       return [m.id as string, at];
     };
-    const waitDelivered = async (expected: number, timeoutMs: number) => {
+    const waitDelivered = async (expected: number, timeoutMs: number): Promise<Stats> => {
       const deadline = Date.now() + timeoutMs;
-      while (rx.count() < expected && Date.now() < deadline) await sleep(20);
+      for (;;) {
+        const st = await rx.stats();
+        if (st.count >= expected || Date.now() > deadline) return st;
+        await sleep(50);
+      }
     };
 
     // Throughput.
     ctx.log(`webhooks: throughput, ${config.throughputChanges} changes x ${ENDPOINTS} endpoints, ${config.concurrency} clients`);
-    rx.reset();
+    await rx.reset();
     const t0 = performance.now() + performance.timeOrigin;
     let left = config.throughputChanges;
     await Promise.all(Array.from({ length: config.concurrency }, async () => {
       while (left-- > 0) await change();
     }));
     const postedS = (performance.now() + performance.timeOrigin - t0) / 1000;
-    await waitDelivered(config.throughputChanges * ENDPOINTS, smoke ? 30_000 : 120_000);
-    const delivered = rx.count();
-    ctx.log(`  posts done after ${fx(postedS)} s (${rx.count()} arrived by then: see the log line below for the end)`);
-    const deliveriesPerS = delivered / ((rx.lastAt() - t0) / 1000);
+    const done = await waitDelivered(config.throughputChanges * ENDPOINTS, smoke ? 30_000 : 120_000);
+    const delivered = done.count;
+    ctx.log(`  posts done after ${fx(postedS)} s`);
+    const deliveriesPerS = delivered / ((done.last - t0) / 1000);
     ctx.log(`  ${delivered} deliveries, ${fx(deliveriesPerS, 0)}/s`);
 
     // Streams alone.
@@ -145,7 +125,7 @@ export async function webhooks(ctx: Ctx): Promise<BenchOutcome> {
 
     // Streams while deliveries are paced, and the change -> arrival latency of those deliveries.
     ctx.log(`webhooks: ${config.deliveriesPerS} deliveries/s for ${config.pacedS} s beside streams`);
-    rx.reset();
+    await rx.reset();
     const sent: Array<[string, number]> = [];
     let pacing = true;
     const perS = config.deliveriesPerS / ENDPOINTS;
@@ -169,9 +149,14 @@ export async function webhooks(ctx: Ctx): Promise<BenchOutcome> {
     } while (Date.now() < until);
     pacing = false;
     await pacer;
-    await waitDelivered(sent.length * ENDPOINTS, 60_000);
+    // The streams' own messages are delivered too (message.created), so wait for the paced ids themselves.
+    let paced = await rx.stats();
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; paced = await rx.stats()) {
+      if (sent.every(([id]) => (paced.arrivals[id]?.length ?? 0) >= ENDPOINTS)) break;
+      await sleep(100);
+    }
     const latencies: number[] = [];
-    for (const [id, at] of sent) for (const arrived of rx.arrivals.get(id) ?? []) latencies.push(arrived - at);
+    for (const [id, at] of sent) for (const arrived of paced.arrivals[id] ?? []) latencies.push(arrived - at);
     const lat: Summary = summarize(latencies);
     const alone = summarize(gapsAlone);
     const loaded = summarize(gapsLoaded);
@@ -198,7 +183,6 @@ export async function webhooks(ctx: Ctx): Promise<BenchOutcome> {
       ],
     };
   } finally {
-    await stopAll([parley]);
-    await rx.close();
+    await stopAll([parley, rx]);
   }
 }

@@ -230,7 +230,8 @@ export class WebhookDispatcher {
           this.inflight.add(job);
           void job.finally(() => this.inflight.delete(job));
         }
-        if (claimed.length > 0 && inFlight < input.maxInFlight) continue;
+        // Fewer than `free` claimed means nothing else is due now: wait for an attempt to end or a wake
+        // (either kicks), instead of asking the store again at once.
         if (inFlight > 0) { await waitKick(); continue; }
         if (entry.dirty) continue;
         const next = await store.webhooks.nextDueAt(input.endpointId);
