@@ -191,10 +191,10 @@ export class ChatService {
       };
       message = visitorMessage(conversation.id);
       // Webhook events go in the same commit (the outbox); `events` is undefined (no cost) without an endpoint.
-      events = this.outbox.events(orgId, [
+      events = this.outbox.wants(orgId) ? this.outbox.events(orgId, [
         { type: 'conversation.created', data: { conversation_id: conversation.id, agent_id: agent.id, metadata: conversation.metadata, created_at: now } },
         messageCreated(message, agent.id),
-      ], now);
+      ], now) : undefined;
       stored = store.conversations.start(conversation, message, events);
       stored.catch(() => {});
       actor = this.supervisor.acquire(conversation) as ConversationActor; // a new id has no crash record: never a promise
@@ -226,7 +226,7 @@ export class ChatService {
       throw new AppError('turn_in_progress', 'Too many messages are waiting for a reply in this conversation; wait for the current turn to finish.');
     }
     if (!isNew) {
-      events = this.outbox.events(orgId, [messageCreated(message, agent.id)], now);
+      events = this.outbox.wants(orgId) ? this.outbox.events(orgId, [messageCreated(message, agent.id)], now) : undefined;
       stored = store.conversations.appendMessage(message, events);
       stored.catch(() => {});
     }

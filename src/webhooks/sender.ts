@@ -53,7 +53,8 @@ export class WebhookSender {
     try {
       const res = await request(url, {
         method: 'POST', headers, body, dispatcher: this.agent, signal: abort.signal,
-        headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs,
+        // undici's own timers are backstops: the attempt's timer above ends it first, with one error text.
+        headersTimeout: this.opts.timeoutMs + 1000, bodyTimeout: this.opts.timeoutMs + 1000,
       });
       const kept = await readHead(res.body, RESPONSE_BODY_LIMIT_BYTES);
       const status = res.statusCode;
@@ -66,7 +67,9 @@ export class WebhookSender {
       }
       return { status, body: kept, durationMs: elapsed(), error, retryAfter };
     } catch (err) {
-      const error = abort.signal.aborted ? `timeout: no complete response within ${this.opts.timeoutMs} ms` : describe(err);
+      const code = (err as { code?: string }).code;
+      const timedOut = abort.signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
+      const error = timedOut ? `timeout: no complete response within ${this.opts.timeoutMs} ms` : describe(err);
       return { status: 0, body: '', durationMs: elapsed(), error, retryAfter: undefined };
     } finally {
       clearTimeout(timer);

@@ -109,6 +109,28 @@ describe('webhook endpoints', () => {
   });
 });
 
+describe('the outbox', () => {
+  it('writes no event for an organization without an enabled endpoint, and the events of one with an endpoint in the commit of the change', async () => {
+    const db = (srv.parley.store as unknown as { db: { prepare(sql: string): { get(...a: unknown[]): unknown } } }).db;
+    const eventsOf = (orgId: string) => (db.prepare('SELECT count(*) AS n FROM webhook_events WHERE org_id = ?').get(orgId) as { n: number }).n;
+    const quiet = await srv.addOrganization('No hooks');
+    const agent = await ok<{ id: string }>(srv.api('/v1/agents', { key: quiet.apiKey, body: { name: 'Quiet' } }), 201);
+    await ok(srv.api(`/v1/agents/${agent.id}/chat`, { key: quiet.apiKey, body: { message: 'hello' } }), 200);
+    expect(eventsOf(quiet.orgId)).toBe(0);
+    const sink = await startReceiver();
+    try {
+      await ok<Endpoint>(srv.api('/v1/webhooks', { key: quiet.apiKey, body: { url: `${sink.url}/q`, events: ['conversation.created'] } }), 201);
+      const chat = await ok<{ conversation_id: string }>(srv.api(`/v1/agents/${agent.id}/chat`, { key: quiet.apiKey, body: { message: 'hello again' } }), 200);
+      // conversation.created, message.created (visitor and agent): stored, though only one is subscribed to.
+      expect(eventsOf(quiet.orgId)).toBe(3);
+      const [arrived] = await sink.waitFor((g) => g.length >= 1);
+      expect(arrived!.json).toMatchObject({ type: 'conversation.created', org_id: quiet.orgId, data: { conversation_id: chat.conversation_id } });
+    } finally {
+      await sink.close();
+    }
+  });
+});
+
 describe('delivery', () => {
   it('a receiver failing twice then answering 204: three attempts, one event id, each attempt recorded', async () => {
     const ep = await endpoint(srv, `${rx.url}/flaky`);

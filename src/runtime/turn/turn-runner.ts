@@ -79,8 +79,11 @@ export interface TurnRunnerDeps {
  * the events (to the dispatcher) and the `usage.threshold` events the store fired (also on the bus).
  */
 async function storeReply(turn: Turn, message: MessageRecord, deps: Pick<TurnRunnerDeps, 'store' | 'outbox' | 'bus'>): Promise<void> {
-  const ctx = { conversationId: turn.conversationId, agentId: turn.agent.id, turnId: turn.id };
-  const events = deps.outbox?.events(turn.orgId, [...turn.toolRuns.map((r) => toolRun(r, ctx)), messageCreated(message, turn.agent.id)], message.created_at);
+  let events: StoredEvent[] | undefined;
+  if (deps.outbox?.wants(turn.orgId)) {
+    const ctx = { conversationId: turn.conversationId, agentId: turn.agent.id, turnId: turn.id };
+    events = deps.outbox.events(turn.orgId, [...turn.toolRuns.map((r) => toolRun(r, ctx)), messageCreated(message, turn.agent.id)], message.created_at);
+  }
   const fired: StoredEvent[] = await deps.store.conversations.appendMessage(message, events);
   deps.outbox?.committed(events);
   if (fired.length > 0) {
