@@ -2,7 +2,7 @@
  * The layers of DESIGN.md, enforced on every `npm test` (`npm run lint:layers`). An arrow may only
  * point down:
  *
- *   transport -> runtime -> (auth, knowledge, models, moderation, tools) -> store -> shared
+ *   transport -> runtime -> (auth, knowledge, models, moderation, tools, webhooks) -> store -> shared
  *   shared = config, errors, events, ids, log, metrics, net, text, vocabulary, workers
  *   actors/ (pure XState machines): xstate, actors/ and types from src/vocabulary only
  *
@@ -15,7 +15,7 @@
  */
 const SHARED = '^src/(config|errors|events|ids|log|metrics|net|text|vocabulary|workers)/';
 const STORE = '^src/store/';
-const DOMAIN = '^src/(auth|knowledge|models|moderation|tools)/';
+const DOMAIN = '^src/(auth|knowledge|models|moderation|tools|webhooks)/';
 const RUNTIME = '^src/runtime/';
 const TRANSPORT = '^src/transport/';
 const ROOT = ['^src/(main|parley|process-policy)[.]ts$', '^src/(bootstrap|cli)/'];

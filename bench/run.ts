@@ -17,6 +17,7 @@ import { shortTurns } from './benchmarks/short-turns.js';
 import { overload } from './benchmarks/overload.js';
 import { operatorPush } from './benchmarks/operator-push.js';
 import { answers } from './benchmarks/answers.js';
+import { webhooks } from './benchmarks/webhooks.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
@@ -32,6 +33,7 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   'one-shot': oneShot,
   ingest,
   answers,
+  webhooks,
 };
 
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]

@@ -11,6 +11,14 @@ import { createWorkerTokenCounter } from './models/token-counter.js';
 import { AgentDirectory } from './runtime/agent-directory.js';
 import { ChatService } from './runtime/chat-service.js';
 import { EventBus } from './events/event-bus.js';
+import { Outbox } from './events/outbox.js';
+import { DEFAULT_RETRY_SCHEDULE_MS } from '../actors/webhook-endpoint/retry.rules.js';
+import { WebhookDispatcher } from './runtime/webhooks/dispatcher.js';
+import { UsageService } from './runtime/services/usage.js';
+import { WebhookService } from './runtime/services/webhooks.js';
+import { WebhookSender } from './webhooks/sender.js';
+import { webhookRoutes, usageRoutes } from './transport/http/routes/webhooks.js';
+import { readFileSync } from 'node:fs';
 import { LiveHub, sessionKey } from './runtime/live/live-hub.js';
 import { PublicService } from './runtime/services/public.js';
 import { AccessService } from './runtime/services/access.js';
@@ -64,6 +72,8 @@ export interface Parley {
   events: EventBus;
   /** Open WebSockets. */
   readonly sockets: number;
+  /** The webhook dispatcher (tests read an endpoint actor's state). */
+  webhooks: WebhookDispatcher;
   logger: Logger;
   /**
    * Graceful stop (SIGTERM): stop accepting connections, refuse new turns, let running turns finish
@@ -87,7 +97,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     openai: config.openai, modelTimeoutMs: config.modelTimeoutMs, builtinWordDelayMs: config.builtinWordDelayMs, tokens, logger,
   });
   const pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, onError: (err) => logger.error({ err }, 'ingestion worker error') });
-  const knowledge = new KnowledgeService(store, pool, bus, logger);
+  const outbox = new Outbox();
+  const knowledge = new KnowledgeService(store, pool, bus, logger, outbox);
   const agentDirectory = new AgentDirectory(store);
   const live = new LiveHub();
   // HTTP tools reach customers' endpoints only through the outbound guard (public addresses unless allowed).
@@ -104,6 +115,13 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
       if (t.relayMs !== undefined) metrics.firstTokenRelay.observe(labels, t.relayMs / 1000);
     },
     onTurnEnd: (_turn, outcome) => metrics.turns.inc({ outcome }),
+    outbox,
+  });
+  const sender = new WebhookSender({ allowPrivate: config.webhooks.allowPrivate, timeoutMs: config.webhooks.timeoutMs });
+  const dispatcher = new WebhookDispatcher({
+    store, logger, sender, outbox, retryScheduleMs: config.webhooks.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS,
+    maxInFlight: config.webhooks.maxInFlight, disableAfterMs: config.webhooks.disableAfterMs,
+    leaseMs: config.webhooks.timeoutMs * 3, sweepIntervalMs: config.webhooks.sweepMs, userAgent: `Parley/${PARLEY_VERSION}`,
   });
 
   const accessTokens = new AccessTokens(store.signingKeys);
@@ -127,16 +145,21 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     knowledgeBases: new KnowledgeBaseService(store, knowledge),
     conversations: new ConversationService(store),
     health: new HealthService(store, () => chat.isDraining),
+    webhooks: new WebhookService(store, dispatcher, outbox, config.webhooks.allowPrivate),
+    usage: new UsageService(store),
     metricsText: () => metrics.text(),
   };
   const routes: RouteDef[] = [];
   routes.push(
     ...operationRoutes(services, () => routes), ...authRoutes(services), ...apiKeyRoutes(services), ...memberRoutes(services),
     ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services), ...handoffRoutes(services), ...publicRoutes(services),
+    ...webhookRoutes(services), ...usageRoutes(services),
   );
   const sockets = socketRoutes(services, {
     chat, public: services.public, conversations: services.conversations, logger, frames: new ChannelFrames(), authTimeoutMs: config.ws.authTimeoutMs,
   });
+  // Before recovery: events that recovery writes (document.failed) find their endpoints.
+  await dispatcher.start();
   await recover(store, knowledge, logger);
   const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
   const dashboard = loadDashboard(config.dashboardDir);
@@ -163,6 +186,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     tokens: accessTokens,
     events: bus,
     get sockets() { return server.sockets; },
+    webhooks: dispatcher,
     logger,
     close() {
       closing ??= (async () => {
@@ -171,6 +195,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
         server.closeAll();
         sse.close();
         await knowledge.settled();
+        await dispatcher.close();
+        await sender.close();
         await pool.close();
         await toolDispatcher.close().catch(() => { /* already closed */ });
         await models.close();
@@ -182,6 +208,20 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
       return closing;
     },
   };
+}
+
+/** Parley's version (package.json), for the webhook User-Agent `Parley/<version>`. */
+export const PARLEY_VERSION: string = readVersion();
+
+function readVersion(): string {
+  // src/parley.ts (tests, tsx) and dist/src/parley.js (npm start) sit at different depths.
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'parley' && typeof pkg.version === 'string') return pkg.version;
+    } catch { /* try the next */ }
+  }
+  return '0.0.0';
 }
 
 /** The error stored on a turn cut short by a crash (API.md "Chat": a `failed` agent message, code `interrupted`). */

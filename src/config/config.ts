@@ -57,6 +57,12 @@ const EnvSchema = z.object({
   PARLEY_WS_IDLE_TIMEOUT_S: int(120, 8, 960),
   PARLEY_WS_AUTH_TIMEOUT_MS: int(5000, 1, 60_000),
   PARLEY_TOOLS_ALLOW_PRIVATE: bool(false),
+  PARLEY_WEBHOOKS_ALLOW_PRIVATE: bool(false),
+  PARLEY_WEBHOOK_RETRY_SCHEDULE_MS: z.string().regex(/^\d+(,\d+)*$/, 'a comma-separated list of ms, e.g. 0,5000,300000').optional(),
+  PARLEY_WEBHOOK_TIMEOUT_MS: int(10_000, 1, 600_000),
+  PARLEY_WEBHOOK_MAX_IN_FLIGHT: int(4, 1, 256),
+  PARLEY_WEBHOOK_DISABLE_AFTER_MS: int(5 * 86_400_000, 1),
+  PARLEY_WEBHOOK_SWEEP_MS: int(30_000, 10, 86_400_000),
 });
 
 /**
@@ -159,6 +165,14 @@ export interface Config {
    * at start and never logged or returned by the API.
    */
   tools: { allowPrivate: boolean; secrets: ReadonlyMap<string, string> };
+  /**
+   * Outbound webhooks (API.md "Webhooks"): `allowPrivate` lets endpoints reach loopback, private and
+   * link-local addresses (tests, self-hosted set-ups; refused by default); `retryScheduleMs` is the delay
+   * before each attempt (undefined: the default at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, each
+   * +-20%); `timeoutMs` bounds one attempt; `maxInFlight` attempts at once per endpoint; an endpoint
+   * failing for `disableAfterMs` is disabled; the lease sweep runs every `sweepMs`. All durations ms.
+   */
+  webhooks: { allowPrivate: boolean; retryScheduleMs: number[] | undefined; timeoutMs: number; maxInFlight: number; disableAfterMs: number; sweepMs: number };
 }
 
 /**
@@ -216,6 +230,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tools: {
       allowPrivate: e.PARLEY_TOOLS_ALLOW_PRIVATE,
       secrets: new Map(Object.entries(env).filter((kv): kv is [string, string] => kv[0].startsWith(TOOL_SECRET_ENV_PREFIX) && typeof kv[1] === 'string' && kv[1] !== '')),
+    },
+    webhooks: {
+      allowPrivate: e.PARLEY_WEBHOOKS_ALLOW_PRIVATE,
+      retryScheduleMs: e.PARLEY_WEBHOOK_RETRY_SCHEDULE_MS?.split(',').map(Number),
+      timeoutMs: e.PARLEY_WEBHOOK_TIMEOUT_MS, maxInFlight: e.PARLEY_WEBHOOK_MAX_IN_FLIGHT,
+      disableAfterMs: e.PARLEY_WEBHOOK_DISABLE_AFTER_MS, sweepMs: e.PARLEY_WEBHOOK_SWEEP_MS,
     },
   });
 }

@@ -29,6 +29,8 @@ export const ERROR_CATALOGUE = {
   last_owner: { type: 'conflict_error', status: 409 },
   /** POST /v1/members for a person who is already a member. */
   already_member: { type: 'conflict_error', status: 409 },
+  /** POST /v1/webhooks/{endpoint_id}/deliveries/{delivery_id}/retry while an attempt of it runs. */
+  delivery_in_progress: { type: 'conflict_error', status: 409 },
   body_too_large: { type: 'payload_too_large_error', status: 413 },
   unsupported_content_type: { type: 'unsupported_media_type_error', status: 415 },
   rate_limited: { type: 'rate_limit_error', status: 429 },

@@ -2,6 +2,7 @@ import { AppError } from '../errors/app-error.js';
 import { newId } from '../ids/ids.js';
 import type { Logger } from '../log/logger.js';
 import type { EventBus } from '../events/event-bus.js';
+import { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/ports.js';
 import type { DocumentRecord, KnowledgeBaseRecord } from '../store/records.js';
 import type { IngestionPool } from './ingestion-pool.js';
@@ -27,7 +28,13 @@ export class KnowledgeService {
     private readonly pool: IngestionPool,
     private readonly bus: EventBus,
     private readonly logger: Logger,
+    /** The webhook outbox: document.ready / document.failed are stored in the commit of the status. */
+    private readonly outbox: Outbox = new Outbox(),
   ) {}
+
+  private failedEvents(doc: DocumentRecord, error: string, at: string) {
+    return this.outbox.events(doc.org_id, [{ type: 'document.failed', data: { document_id: doc.id, knowledge_base_id: doc.knowledge_base_id, title: doc.title, error } }], at);
+  }
 
   /** Creates the document record and starts ingestion; resolves with the `processing` record. */
   async upload(kb: KnowledgeBaseRecord, upload: DocumentUpload): Promise<DocumentRecord> {
@@ -56,7 +63,10 @@ export class KnowledgeService {
     for (const { document, content } of await this.store.knowledge.pendingDocuments()) {
       if (content === null) {
         const error = 'ingestion was interrupted and the upload was not kept; upload the document again';
-        await this.store.knowledge.failDocument(document.id, error, new Date().toISOString());
+        const at = new Date().toISOString();
+        const events = this.failedEvents(document, error, at);
+        await this.store.knowledge.failDocument(document.id, error, at, events);
+        this.outbox.committed(events);
         this.bus.publish({ type: 'document.failed', org_id: document.org_id, data: { document_id: document.id, knowledge_base_id: document.knowledge_base_id, error } });
         failed++;
         continue;
@@ -77,8 +87,13 @@ export class KnowledgeService {
       // The upload is stored already: its memory moves to the worker instead of being copied.
       const result = await this.pool.run({ title: upload.title, contentType: upload.contentType, content: upload.content }, { transfer: true });
       if (result.ok) {
-        const stored = await this.store.knowledge.completeDocument(doc.id, result.chunks, new Date().toISOString());
+        const at = new Date().toISOString();
+        const events = this.outbox.events(doc.org_id, [{
+          type: 'document.ready', data: { document_id: doc.id, knowledge_base_id: doc.knowledge_base_id, title: doc.title, chunk_count: result.chunks.length },
+        }], at);
+        const stored = await this.store.knowledge.completeDocument(doc.id, result.chunks, at, events);
         if (stored) {
+          this.outbox.committed(events);
           this.logger.info({ document_id: doc.id, chunks: result.chunks.length, ms: Math.round(performance.now() - started) }, 'document ready');
           this.bus.publish({ type: 'document.ready', org_id: doc.org_id, data: { document_id: doc.id, knowledge_base_id: doc.knowledge_base_id, chunk_count: result.chunks.length } });
         }
@@ -90,7 +105,10 @@ export class KnowledgeService {
       error = 'ingestion failed unexpectedly';
     }
     try {
-      await this.store.knowledge.failDocument(doc.id, error, new Date().toISOString());
+      const at = new Date().toISOString();
+      const events = this.failedEvents(doc, error, at);
+      await this.store.knowledge.failDocument(doc.id, error, at, events);
+      this.outbox.committed(events);
     } catch (err) {
       this.logger.error({ err, document_id: doc.id }, 'could not record the ingestion failure');
     }

@@ -3,6 +3,7 @@ import { digestsEqual } from '../auth/api-keys.js';
 import { hashOpaqueToken, isOpaqueToken, newOpaqueToken } from '../auth/opaque-tokens.js';
 import { AppError } from '../errors/app-error.js';
 import type { EventBus } from '../events/event-bus.js';
+import { Outbox, type StoredEvent } from '../events/outbox.js';
 import { newId } from '../ids/ids.js';
 import type { Logger } from '../log/logger.js';
 import type { ModelRegistry } from '../models/registry.js';
@@ -18,6 +19,7 @@ import { TurnChannel } from './turn/turn-channel.js';
 import { TurnRegistry } from './turn/turn-registry.js';
 import { createTurnRunLogic, type TurnRunnerDeps } from './turn/turn-runner.js';
 import { Turn } from './turn/turn.js';
+import { messageCreated } from './webhooks/event-data.js';
 
 /** A visitor message for an agent (the validated chat request body). */
 export interface ChatInput {
@@ -65,6 +67,8 @@ export interface ChatServiceOptions {
   live?: LiveHub;
   /** The outbound agent and secrets of HTTP tools (TurnRunnerDeps.httpTools); without it HTTP tool calls fail. */
   httpTools?: TurnRunnerDeps['httpTools'];
+  /** The webhook outbox (default: one that knows no endpoint, so no event is written). */
+  outbox?: Outbox;
 }
 
 /**
@@ -92,9 +96,11 @@ export class ChatService {
   readonly control: ConversationControl;
   private draining = false;
   private readonly opts: ChatServiceOptions;
+  private readonly outbox: Outbox;
 
   constructor(opts: ChatServiceOptions) {
     this.opts = opts;
+    this.outbox = opts.outbox ?? new Outbox();
     const live = opts.live ?? new LiveHub();
     this.live = live;
     this.turns = new TurnRegistry({
@@ -107,7 +113,7 @@ export class ChatService {
     this.admission = new AdmissionControl(opts.admission, opts.lag);
     const runnerDeps: TurnRunnerDeps = {
       store: opts.store, models: opts.models, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
-      retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40, live,
+      retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40, live, outbox: this.outbox,
       requestHandoff: (turn, reason) =>
         this.control.requestHandoff(turn.orgId, turn.conversationId, { by: 'agent', turnId: turn.id, reason }).then((c) => c.status),
       ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
@@ -123,6 +129,7 @@ export class ChatService {
     });
     this.control = new ConversationControl({
       store: opts.store, bus: opts.bus, logger: opts.logger, live, supervisor: this.supervisor, turns: this.turns, runner: runnerDeps,
+      outbox: this.outbox,
     });
   }
 
@@ -168,7 +175,8 @@ export class ChatService {
 
     let conversation: ConversationRecord;
     let message: MessageRecord;
-    let stored: Promise<void>;
+    let stored: Promise<unknown>;
+    let events: StoredEvent[] | undefined;
     let actor: ConversationActor;
     let visitorToken: string | undefined;
     const isNew = input.conversation_id === undefined;
@@ -185,7 +193,12 @@ export class ChatService {
         visitor_token_hash: tokenHash, created_at: now, updated_at: now,
       };
       message = visitorMessage(conversation.id);
-      stored = store.conversations.start(conversation, message);
+      // Webhook events go in the same commit (the outbox); `events` is undefined (no cost) without an endpoint.
+      events = this.outbox.wants(orgId) ? this.outbox.events(orgId, [
+        { type: 'conversation.created', data: { conversation_id: conversation.id, agent_id: agent.id, metadata: conversation.metadata, created_at: now } },
+        messageCreated(message, agent.id),
+      ], now) : undefined;
+      stored = store.conversations.start(conversation, message, events);
       stored.catch(() => {});
       actor = this.supervisor.acquire(conversation) as ConversationActor; // a new id has no crash record: never a promise
     } else {
@@ -216,7 +229,8 @@ export class ChatService {
       throw new AppError('turn_in_progress', 'Too many messages are waiting for a reply in this conversation; wait for the current turn to finish.');
     }
     if (!isNew) {
-      stored = store.conversations.appendMessage(message);
+      events = this.outbox.wants(orgId) ? this.outbox.events(orgId, [messageCreated(message, agent.id)], now) : undefined;
+      stored = store.conversations.appendMessage(message, events);
       stored.catch(() => {});
     }
     turn.emit(visitorToken === undefined
@@ -236,6 +250,7 @@ export class ChatService {
       actor.send({ type: 'turn.withdrawn', turnId });
       throw err;
     }
+    this.outbox.committed(events);
     if (isNew) {
       this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
       this.live.conversationCreated(orgId, conversation.id, agent.id);
@@ -256,7 +271,9 @@ export class ChatService {
     release();
     const channel = new TurnChannel(turnId, conversation.id, conversation.org_id, { maxChars: 64 * 1024 });
     channel.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
-    await this.opts.store.conversations.appendMessage(message);
+    const events = this.outbox.events(conversation.org_id, [messageCreated(message, conversation.agent_id)], message.created_at);
+    await this.opts.store.conversations.appendMessage(message, events);
+    this.outbox.committed(events);
     channel.emit({ type: 'message', message_id: message.id });
     channel.emit({ type: 'done', finish_reason: 'handoff' });
     this.opts.bus.publish({ type: 'message.created', org_id: conversation.org_id, data: { conversation_id: conversation.id, message_id: message.id, role: 'visitor' } });

@@ -1,6 +1,7 @@
 import type { ConversationEvent, HandoffRequester } from '../../actors/conversation/conversation.types.js';
 import { AppError } from '../errors/app-error.js';
 import type { EventBus } from '../events/event-bus.js';
+import type { EventSpec, Outbox } from '../events/outbox.js';
 import { newId } from '../ids/ids.js';
 import type { Logger } from '../log/logger.js';
 import type { Store } from '../store/ports.js';
@@ -11,6 +12,7 @@ import type { ConversationActor, Supervisor } from './supervisor.js';
 import type { TurnRegistry } from './turn/turn-registry.js';
 import { closeQueuedTurn, forwardQueuedTurn, type TurnRunnerDeps } from './turn/turn-runner.js';
 import type { Turn } from './turn/turn.js';
+import { messageCreated } from './webhooks/event-data.js';
 
 /** What ConversationControl works with (the ChatService's parts). */
 export interface ConversationControlDeps {
@@ -21,6 +23,8 @@ export interface ConversationControlDeps {
   supervisor: Supervisor;
   turns: TurnRegistry;
   runner: TurnRunnerDeps;
+  /** The webhook outbox: events of a change are stored in its commit. */
+  outbox: Outbox;
 }
 
 /** The outcome of a status change: the conversation as it is now, and whether this call changed it. */
@@ -58,7 +62,10 @@ export class ConversationControl {
    */
   requestHandoff(orgId: string, conversationId: string, opts: { by: HandoffRequester; reason?: string | undefined; turnId?: string }): Promise<ConversationRecord> {
     const event: ConversationEvent = { type: 'handoff.request', by: opts.by, ...(opts.turnId === undefined ? {} : { turnId: opts.turnId }) };
-    return this.change(orgId, conversationId, event, 'pending_handoff', (c) => {
+    const spec = (c: ConversationRecord): EventSpec => ({
+      type: 'handoff.requested', data: { conversation_id: c.id, agent_id: c.agent_id, reason: opts.reason ?? null, requested_by: opts.by },
+    });
+    return this.change(orgId, conversationId, event, 'pending_handoff', spec, (c) => {
       this.deps.bus.publish({
         type: 'handoff.requested', org_id: orgId,
         data: { conversation_id: c.id, agent_id: c.agent_id, reason: opts.reason ?? null, requested_by: opts.by },
@@ -68,7 +75,7 @@ export class ConversationControl {
 
   /** `active | pending_handoff -> handed_off` (`handoff.accepted`): a person answers. Throws like requestHandoff. */
   async takeover(orgId: string, conversationId: string): Promise<ConversationRecord> {
-    const r = await this.change(orgId, conversationId, { type: 'handoff.takeover' }, 'handed_off', (c) => {
+    const r = await this.change(orgId, conversationId, { type: 'handoff.takeover' }, 'handed_off', undefined, (c) => {
       this.deps.bus.publish({ type: 'handoff.accepted', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
     });
     return r.conversation;
@@ -76,7 +83,8 @@ export class ConversationControl {
 
   /** `pending_handoff | handed_off -> active` (`handoff.resolved`): the agent answers again. Throws like requestHandoff. */
   async resolve(orgId: string, conversationId: string): Promise<ConversationRecord> {
-    const r = await this.change(orgId, conversationId, { type: 'handoff.resolve' }, 'active', (c) => {
+    const spec = (c: ConversationRecord): EventSpec => ({ type: 'handoff.resolved', data: { conversation_id: c.id, agent_id: c.agent_id } });
+    const r = await this.change(orgId, conversationId, { type: 'handoff.resolve' }, 'active', spec, (c) => {
       this.deps.bus.publish({ type: 'handoff.resolved', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
     });
     return r.conversation;
@@ -88,7 +96,8 @@ export class ConversationControl {
    * a closed conversation changes nothing. Throws AppError `not_found` or what the store throws.
    */
   async close(orgId: string, conversationId: string): Promise<ConversationRecord> {
-    const r = await this.change(orgId, conversationId, { type: 'conversation.close' }, 'closed', (c) => {
+    const spec = (c: ConversationRecord): EventSpec => ({ type: 'conversation.closed', data: { conversation_id: c.id, agent_id: c.agent_id } });
+    const r = await this.change(orgId, conversationId, { type: 'conversation.close' }, 'closed', spec, (c) => {
       this.deps.bus.publish({ type: 'conversation.closed', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
     });
     return r.conversation;
@@ -109,7 +118,9 @@ export class ConversationControl {
       id: newId('msg'), conversation_id: conversation.id, org_id: orgId, turn_id: null, role: 'operator', content,
       citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: new Date().toISOString(),
     };
-    await this.deps.store.conversations.appendMessage(message);
+    const events = this.deps.outbox.events(orgId, [messageCreated(message, conversation.agent_id)], message.created_at);
+    await this.deps.store.conversations.appendMessage(message, events);
+    this.deps.outbox.committed(events);
     this.deps.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: message.id, role: 'operator' } });
     this.deps.live.messageCreated(message);
     return message;
@@ -145,9 +156,13 @@ export class ConversationControl {
     return acquired instanceof Promise ? acquired : acquired;
   }
 
-  /** One status change, as the class comment says; `told` publishes its domain event once it is stored. */
+  /**
+   * One status change, as the class comment says; `spec` is its webhook event (stored in the same
+   * commit as the status), `told` publishes its domain event once it is stored.
+   */
   private async change(
-    orgId: string, conversationId: string, event: ConversationEvent, to: ConversationStatus, told: (c: ConversationRecord) => void,
+    orgId: string, conversationId: string, event: ConversationEvent, to: ConversationStatus,
+    spec: ((c: ConversationRecord) => EventSpec) | undefined, told: (c: ConversationRecord) => void,
   ): Promise<StatusChange> {
     const conversation = await this.conversation(orgId, conversationId);
     const actor = await this.actor(conversation);
@@ -160,13 +175,15 @@ export class ConversationControl {
     const queued = before.context.queue as readonly unknown[] as readonly Turn[];
     actor.send(event);
     const at = new Date().toISOString();
+    const events = spec === undefined ? undefined : this.deps.outbox.events(orgId, [spec(conversation)], at);
     try {
-      await this.deps.store.conversations.setStatus(conversation.id, to, at);
+      await this.deps.store.conversations.setStatus(conversation.id, to, at, events);
     } catch (err) {
       // The actor moved and the store did not: drop the actor, the next request rehydrates it from the store.
       this.deps.supervisor.evict(conversation.id);
       throw err;
     }
+    this.deps.outbox.committed(events);
     const updated: ConversationRecord = { ...conversation, status: to, updated_at: at };
     // The machine dropped the queue: those messages go to the people now (or fail, when closed).
     for (const turn of queued) {

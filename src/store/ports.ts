@@ -15,6 +15,8 @@ import type {
   DocumentRecord, InterruptedTurn, KnowledgeBaseRecord, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
   OrganizationRecord, Page, PageRequest, PendingDocument, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
   SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserOrganization, UserRecord,
+  AttemptOutcome, ClaimedDelivery, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
+  UsageThreshold, WebhookEndpointPatch, WebhookEndpointRecord,
 } from './records.js';
 
 export interface OrganizationsPort {
@@ -200,8 +202,9 @@ export interface KnowledgePort {
    * the same id replaces whatever part was stored. False if the document is gone (also when it is
    * deleted part-way: nothing of it stays).
    */
-  completeDocument(id: string, chunks: NewChunk[], at: string): Promise<boolean>;
-  failDocument(id: string, error: string, at: string): Promise<void>;
+  completeDocument(id: string, chunks: NewChunk[], at: string, events?: OutboxEvent[]): Promise<boolean>;
+  /** Marks the document `failed` with `error` (and writes `events` to the outbox in the same commit). */
+  failDocument(id: string, error: string, at: string, events?: OutboxEvent[]): Promise<void>;
   /** Deletes the document, its chunks and its stored upload. False when there is no such document. */
   deleteDocument(orgId: string, kbId: string, id: string): Promise<boolean>;
   /**
@@ -217,7 +220,7 @@ export interface ConversationsPort {
    * Creates a conversation together with its first message, in one commit (the chat hot path: the first
    * event a client sees waits for it). Durable when the promise resolves; nothing is stored if it rejects.
    */
-  start(conversation: ConversationRecord, firstMessage: MessageRecord): Promise<void>;
+  start(conversation: ConversationRecord, firstMessage: MessageRecord, events?: OutboxEvent[]): Promise<void>;
   get(orgId: string, id: string): Promise<ConversationRecord | undefined>;
   /**
    * The organization's conversations matching `filter`, newest first. The cursor must name a conversation
@@ -225,7 +228,7 @@ export interface ConversationsPort {
    */
   list(orgId: string, filter: ConversationListFilter, page: PageRequest): Promise<Page<ConversationRecord>>;
   /** Sets the status and `updated_at` (durable when the promise resolves; a write of the writer thread). */
-  setStatus(id: string, status: ConversationStatus, at: string): Promise<void>;
+  setStatus(id: string, status: ConversationStatus, at: string, events?: OutboxEvent[]): Promise<void>;
   /**
    * The organization of conversation `id`, whichever it is, or undefined (see AgentsPort.orgOf: only for
    * the WebSocket of a conversation opened with a person's token).
@@ -241,8 +244,14 @@ export interface ConversationsPort {
   /**
    * Appends a message (durable when the promise resolves) and touches the conversation. Rejects when the
    * conversation does not exist (a message always references its conversation).
+   *
+   * An agent message with `usage` also adds its tokens to the day's usage of the conversation's agent
+   * (UsagePort.daily) and checks the organization's thresholds in the same commit: each threshold the
+   * period's total reaches for the first time in that period is marked fired (a conditional write, so
+   * it fires once however many turns end at once) and a `usage.threshold` event is written to the outbox.
+   * Resolves with those events (usually none), for the caller to announce.
    */
-  appendMessage(rec: MessageRecord): Promise<void>;
+  appendMessage(rec: MessageRecord, events?: OutboxEvent[]): Promise<OutboxEvent[]>;
   /**
    * Messages of a conversation in the order they were stored. The cursor must name a message of this
    * conversation; otherwise AppError `validation_failed`.
@@ -264,6 +273,96 @@ export interface ConversationsPort {
    * need each turn to record the instance that owns it, and only that instance's dead turns failed.
    */
   failInterruptedTurns(error: TurnError, at: string): Promise<InterruptedTurn[]>;
+}
+
+/**
+ * The outbox (`events` arguments of the conversation and knowledge writes): a write given events stores
+ * each event and, in the same commit, one `pending` delivery (due at once) per enabled endpoint of the
+ * event's organization subscribed to its type (or to `*`). So a change and its events are durable
+ * together or not at all (API.md "Webhooks": durability).
+ *
+ * Webhook endpoints, deliveries and their attempts. Deliveries are claimed under a lease: a claimed
+ * delivery is not claimed again until its attempt is recorded or the lease ends (then the sweep,
+ * releaseExpiredLeases, records the attempt as interrupted and makes it due again).
+ */
+export interface WebhooksPort {
+  createEndpoint(rec: WebhookEndpointRecord): Promise<void>;
+  getEndpoint(orgId: string, id: string): Promise<WebhookEndpointRecord | undefined>;
+  /** The endpoint `id` whatever its organization (the dispatcher's own reads), or undefined. */
+  endpointById(id: string): Promise<WebhookEndpointRecord | undefined>;
+  /** The organization's endpoints, newest first. Unknown cursor: AppError `validation_failed`. */
+  listEndpoints(orgId: string, page: PageRequest): Promise<Page<WebhookEndpointRecord>>;
+  /**
+   * Applies `patch`; `enabled: true` also clears `disabled_reason` and `failing_since`, `enabled: false`
+   * sets `disabled_reason` `manual`. The updated record, or undefined when `orgId` has no such endpoint.
+   */
+  updateEndpoint(orgId: string, id: string, patch: WebhookEndpointPatch, at: string): Promise<WebhookEndpointRecord | undefined>;
+  /** Deletes the endpoint with its deliveries and their attempts; false when `orgId` has no such endpoint. */
+  deleteEndpoint(orgId: string, id: string): Promise<boolean>;
+  /**
+   * Makes `secret` the current secret; the old one keeps signing until `previousExpiresAt` (null: it
+   * stops at once). The updated record, or undefined when `orgId` has no such endpoint.
+   */
+  rotateSecret(orgId: string, id: string, secret: string, previousExpiresAt: string | null, at: string): Promise<WebhookEndpointRecord | undefined>;
+  /** Disables endpoint `id` with `reason` (a no-op when it is already disabled). */
+  disableEndpoint(id: string, reason: EndpointDisabledReason, at: string): Promise<void>;
+  /** Organizations that have at least one enabled endpoint, by id. */
+  orgsWithEndpoints(): Promise<string[]>;
+  /** Every enabled endpoint (the dispatcher starts an actor for each). */
+  enabledEndpoints(): Promise<WebhookEndpointRecord[]>;
+  /**
+   * Writes `events` to the outbox in a commit of their own: for changes that have no store write of
+   * their own. Same fan-out as the `events` of the other writes.
+   */
+  recordEvents(events: OutboxEvent[]): Promise<void>;
+  /**
+   * Stores `event` and one pending delivery of it to endpoint `endpointId` of `orgId` (whatever the
+   * endpoint subscribes to: the test delivery). The delivery, or undefined when there is no such endpoint.
+   */
+  enqueueTo(orgId: string, endpointId: string, event: OutboxEvent): Promise<DeliveryRecord | undefined>;
+  /**
+   * Claims up to `limit` pending deliveries of endpoint `endpointId` due at `now` and not under a lease,
+   * oldest due first, for `owner` until `leaseUntil`. Of concurrent claims each delivery goes to one.
+   */
+  claimDue(endpointId: string, owner: string, now: string, leaseUntil: string, limit: number): Promise<ClaimedDelivery[]>;
+  /** When the earliest pending delivery of the endpoint not under a lease is due, or null when none waits. */
+  nextDueAt(endpointId: string): Promise<string | null>;
+  /**
+   * Records an attempt of delivery `deliveryId` claimed by `owner`: appends it to the history, counts it,
+   * moves the delivery to `outcome.next`, ends the lease, and updates the endpoint's failing streak
+   * (`failing_since` null on success; set to `at` on failure unless already set). False (nothing stored)
+   * when the delivery is not under `owner`'s lease any more (the sweep took it back).
+   */
+  recordAttempt(deliveryId: string, owner: string, outcome: AttemptOutcome): Promise<boolean>;
+  /**
+   * The sweep: every delivery whose lease ended before `now`, or (with `foreignOwnersExpired`) is held by
+   * an owner other than `owner` (a process that is gone: the store's single user restarted), gets an
+   * attempt recorded with status 0 and error `interrupted` (its outcome is unknown), and is due again at
+   * `now`. Returns the endpoint ids concerned.
+   */
+  releaseExpiredLeases(now: string, owner: string, foreignOwnersExpired: boolean): Promise<string[]>;
+  /** The endpoint's deliveries, newest first. Unknown cursor: AppError `validation_failed`. */
+  listDeliveries(orgId: string, endpointId: string, page: PageRequest): Promise<Page<DeliveryRecord>>;
+  /** One delivery with its attempts, or undefined. */
+  getDelivery(orgId: string, endpointId: string, id: string): Promise<DeliveryWithAttempts | undefined>;
+  /**
+   * Makes a delivery that is not under a lease pending and due at `at` (its attempt count and history
+   * stay). The delivery, or undefined when there is no such delivery or it is being attempted.
+   */
+  retryDelivery(orgId: string, endpointId: string, id: string, at: string): Promise<DeliveryRecord | undefined>;
+  /** Makes every `failed` delivery of the endpoint created at or after `since` pending and due at `at`; how many. */
+  recoverSince(orgId: string, endpointId: string, since: string, at: string): Promise<number>;
+  /** The event `id` of `orgId`, or undefined. */
+  getEvent(orgId: string, id: string): Promise<OutboxEvent | undefined>;
+}
+
+/** Token usage (API.md "Usage"): totals per agent and day, and the organization's thresholds. */
+export interface UsagePort {
+  /** Totals per agent and UTC day for days `from`..`to` (`YYYY-MM-DD`, inclusive), by day then agent id. */
+  daily(orgId: string, from: string, to: string, agentId?: string): Promise<UsageDay[]>;
+  /** Replaces the organization's thresholds (marks of thresholds that stay are kept). */
+  setThresholds(orgId: string, thresholds: UsageThreshold[], at: string): Promise<void>;
+  thresholds(orgId: string): Promise<UsageThreshold[]>;
 }
 
 /** The whole store. */
@@ -290,6 +389,8 @@ export interface Store {
   knowledge: KnowledgePort;
   conversations: ConversationsPort;
   toolRuns: ToolRunsPort;
+  webhooks: WebhooksPort;
+  usage: UsagePort;
   /** Resolves when the store answers (readiness probe); rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

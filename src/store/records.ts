@@ -8,8 +8,10 @@ import type { MessageRole, MessageStatus } from '../vocabulary/message.js';
 import type { AgentTool, ModelChoice, SafetySettings } from '../vocabulary/agent.js';
 import type { Role } from '../vocabulary/role.js';
 import type { Citation, FinishReason, ToolRun, TurnError, Usage } from '../vocabulary/turn.js';
+import type { DeliveryStatus, EndpointDisabledReason, UsageMetric, UsagePeriod } from '../vocabulary/webhook.js';
 
 export type { ConversationStatus, DocumentStatus, MessageRole, MessageStatus, Citation, ToolRun, Usage, ModelChoice, SafetySettings, Role, AgentTool };
+export type { DeliveryStatus, EndpointDisabledReason, UsageMetric, UsagePeriod };
 
 /** A page request: `limit` 1..100, `after` an id cursor (exclusive). */
 export interface PageRequest {
@@ -302,4 +304,131 @@ export interface ToolRunRecord {
   duration_ms: number;
   response_bytes: number;
   created_at: string;
+}
+
+/**
+ * An outbound event as stored in the outbox (API.md "Webhooks": the envelope `{id, type, created_at,
+ * org_id, data}`). Written in the same commit as the change that caused it; its id never changes.
+ */
+export interface OutboxEvent {
+  /** `evt_...` */
+  id: string;
+  /** One of the nine events (src/vocabulary/webhook.ts), or `webhook.test` for a test delivery. */
+  type: string;
+  org_id: string;
+  created_at: string;
+  /** JSON object. */
+  data: Record<string, unknown>;
+}
+
+/** A webhook endpoint (API.md "Webhooks"). The secret is kept as is: it must be usable to sign. */
+export interface WebhookEndpointRecord {
+  /** `whe_...` */
+  id: string;
+  org_id: string;
+  url: string;
+  description: string | null;
+  /** Event names subscribed to, or `["*"]` for all nine. */
+  events: string[];
+  enabled: boolean;
+  /** Why it is disabled (null while enabled). */
+  disabled_reason: EndpointDisabledReason | null;
+  /** The current signing secret `whsec_...`. */
+  secret: string;
+  /** The secret before the last rotation, still signing until `previous_secret_expires_at`; null when none. */
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  /** First failure of the current failing streak (null when the last attempt succeeded or none failed). */
+  failing_since: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Fields of an endpoint its owner may change. `enabled: true` also clears `disabled_reason` and `failing_since`. */
+export type WebhookEndpointPatch = Partial<Pick<WebhookEndpointRecord, 'url' | 'description' | 'events' | 'enabled'>>;
+
+/** The response part of an attempt: HTTP status (0 when no response came), first 4 KiB of the body, ms. */
+export interface AttemptResponse {
+  status: number;
+  body: string;
+  duration_ms: number;
+}
+
+/** One delivery of one event to one endpoint (API.md "Webhooks"). */
+export interface DeliveryRecord {
+  /** `dlv_...` */
+  id: string;
+  event_id: string;
+  event_type: string;
+  endpoint_id: string;
+  org_id: string;
+  status: DeliveryStatus;
+  attempt_count: number;
+  /** When the next attempt is due (pending only). */
+  next_attempt_at: string | null;
+  /** The last attempt's response, or null before any attempt. */
+  last_response: AttemptResponse | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One attempt of a delivery, as recorded. */
+export interface AttemptRecord {
+  /** 1-based attempt number within its delivery. */
+  number: number;
+  /** HTTP status, 0 when no response came (timeout, refused destination, crash). */
+  status: number;
+  /** First 4 KiB of the response body (UTF-8, may be cut in a character). */
+  body: string;
+  error: string | null;
+  duration_ms: number;
+  /** When the attempt started. */
+  at: string;
+}
+
+/** A delivery with its attempts, oldest first. */
+export interface DeliveryWithAttempts extends DeliveryRecord {
+  attempts: AttemptRecord[];
+}
+
+/** A delivery claimed for an attempt (under a lease), with its event. */
+export interface ClaimedDelivery {
+  delivery_id: string;
+  endpoint_id: string;
+  /** Attempts made before this one. */
+  attempt_count: number;
+  event: OutboxEvent;
+}
+
+/** How an attempt ended, for WebhooksPort.recordAttempt. */
+export interface AttemptOutcome {
+  response: AttemptResponse;
+  error: string | null;
+  /** When the attempt started. */
+  at: string;
+  /** The delivery's next state: `pending` with `next_attempt_at` (a retry), or final. */
+  next: { status: 'pending'; next_attempt_at: string } | { status: 'succeeded' | 'failed' };
+  /** true: a 2xx (ends the endpoint's failing streak); false: a failure (starts one at `at`). */
+  success: boolean;
+}
+
+/** Token totals of one agent on one UTC day (API.md "Usage"). */
+export interface UsageDay {
+  agent_id: string;
+  /** `YYYY-MM-DD` (UTC). */
+  day: string;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  /** Agent replies counted. */
+  turns: number;
+}
+
+/** A usage threshold of an organization (API.md "Usage"). */
+export interface UsageThreshold {
+  metric: UsageMetric;
+  /** Tokens. */
+  value: number;
+  period: UsagePeriod;
 }

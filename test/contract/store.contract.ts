@@ -12,8 +12,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors/app-error.js';
 import type { Store } from '../../src/store/ports.js';
 import type {
-  AgentRecord, ApiKeyRecord, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk,
-  RefreshFamilyRecord, RefreshTokenRecord, SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserRecord,
+  AgentRecord, ApiKeyRecord, AttemptOutcome, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk,
+  OutboxEvent, RefreshFamilyRecord, RefreshTokenRecord, SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserRecord, WebhookEndpointRecord,
 } from '../../src/store/records.js';
 
 /** One adapter under test: a store on fresh, empty storage. */
@@ -104,6 +104,21 @@ function unknownCursor(thing: string) {
 }
 
 const ids = (page: { data: Array<{ id: string }> }) => page.data.map((r) => r.id);
+
+function endpoint(id: string, org = ORG_A, events: string[] = ['*'], extra: Partial<WebhookEndpointRecord> = {}): WebhookEndpointRecord {
+  return {
+    id, org_id: org, url: `https://hooks.example.com/${id}`, description: null, events, enabled: true, disabled_reason: null,
+    secret: `whsec_${id}`, previous_secret: null, previous_secret_expires_at: null, failing_since: null, created_at: T0, updated_at: T0, ...extra,
+  };
+}
+
+function outboxEvent(id: string, type: string, org = ORG_A, created_at = T1): OutboxEvent {
+  return { id, type, org_id: org, created_at, data: { n: id } };
+}
+
+function failedAttempt(at: string, next: AttemptOutcome['next'], status = 500): AttemptOutcome {
+  return { response: { status, body: 'nope', duration_ms: 12 }, error: `HTTP ${status}`, at, next, success: false };
+}
 
 /** Registers the contract suite for one adapter: `name` labels it, `makeStore` gives each test a fresh store. */
 export function describeStoreContract(name: string, makeStore: MakeStore): void {
@@ -963,7 +978,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
       });
 
       it('applies writes in the order they were issued', async () => {
-        const writes = [store.conversations.create(conversation('conv_1'))];
+        const writes: Array<Promise<unknown>> = [store.conversations.create(conversation('conv_1'))];
         for (const id of ['msg_9', 'msg_3', 'msg_7', 'msg_1', 'msg_5']) {
           writes.push(store.conversations.appendMessage(message(id, 'conv_1', 'visitor', null, id)));
         }
@@ -971,6 +986,166 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await Promise.all(writes);
         expect(await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 }).then(ids)).toEqual(['msg_9', 'msg_3', 'msg_7', 'msg_1', 'msg_5']);
         expect(await store.conversations.get(ORG_A, 'conv_1')).toEqual({ ...conversation('conv_1'), status: 'closed', updated_at: T2 });
+      });
+    });
+
+    describe('webhooks', () => {
+      it('lists endpoints newest first, paged, scoped by organization; updates, rotates and deletes within it', async () => {
+        for (const id of ['whe_1', 'whe_2', 'whe_3']) await store.webhooks.createEndpoint(endpoint(id));
+        await store.webhooks.createEndpoint(endpoint('whe_9', ORG_B));
+        const first = await store.webhooks.listEndpoints(ORG_A, { limit: 2 });
+        expect([ids(first), first.has_more]).toEqual([['whe_3', 'whe_2'], true]);
+        expect(await store.webhooks.listEndpoints(ORG_A, { limit: 2, after: 'whe_2' }).then(ids)).toEqual(['whe_1']);
+        await expect(store.webhooks.listEndpoints(ORG_A, { limit: 2, after: 'whe_9' })).rejects.toMatchObject(unknownCursor('webhook endpoint'));
+        expect(await store.webhooks.getEndpoint(ORG_B, 'whe_1')).toBeUndefined();
+        expect(await store.webhooks.updateEndpoint(ORG_B, 'whe_1', { url: 'https://x.example' }, T2)).toBeUndefined();
+        expect(await store.webhooks.updateEndpoint(ORG_A, 'whe_1', { events: ['tool.run'], enabled: false }, T2))
+          .toEqual(endpoint('whe_1', ORG_A, ['tool.run'], { enabled: false, disabled_reason: 'manual', updated_at: T2 }));
+        expect(await store.webhooks.rotateSecret(ORG_A, 'whe_2', 'whsec_new', T9, T2))
+          .toEqual(endpoint('whe_2', ORG_A, ['*'], { secret: 'whsec_new', previous_secret: 'whsec_whe_2', previous_secret_expires_at: T9, updated_at: T2 }));
+        expect(await store.webhooks.orgsWithEndpoints()).toEqual([ORG_A, ORG_B]);
+        expect(await store.webhooks.deleteEndpoint(ORG_B, 'whe_2')).toBe(false);
+        expect(await store.webhooks.deleteEndpoint(ORG_A, 'whe_2')).toBe(true);
+        expect(await store.webhooks.enabledEndpoints().then((l) => l.map((e) => e.id))).toEqual(['whe_3', 'whe_9']);
+      });
+
+      it('writes an event with one delivery per enabled endpoint of its organization that subscribes to it, in the same commit as the message', async () => {
+        await store.webhooks.createEndpoint(endpoint('whe_1', ORG_A, ['*']));
+        await store.webhooks.createEndpoint(endpoint('whe_2', ORG_A, ['message.created']));
+        await store.webhooks.createEndpoint(endpoint('whe_3', ORG_A, ['tool.run']));
+        await store.webhooks.createEndpoint(endpoint('whe_4', ORG_A, ['*'], { enabled: false, disabled_reason: 'manual' }));
+        await store.webhooks.createEndpoint(endpoint('whe_5', ORG_B, ['*']));
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', null, 'hi'), [outboxEvent('evt_1', 'message.created')]);
+        const count = async (ep: string) => (await store.webhooks.listDeliveries(ORG_A, ep, { limit: 10 })).data.map((d) => [d.event_id, d.status, d.attempt_count, d.next_attempt_at]);
+        expect(await count('whe_1')).toEqual([['evt_1', 'pending', 0, T1]]);
+        expect(await count('whe_2')).toEqual([['evt_1', 'pending', 0, T1]]);
+        expect(await count('whe_3')).toEqual([]);
+        expect(await count('whe_4')).toEqual([]);
+        expect((await store.webhooks.listDeliveries(ORG_B, 'whe_5', { limit: 10 })).data).toEqual([]);
+        expect(await store.webhooks.getEvent(ORG_A, 'evt_1')).toEqual(outboxEvent('evt_1', 'message.created'));
+        expect(await store.webhooks.getEvent(ORG_B, 'evt_1')).toBeUndefined();
+        // A write that fails stores neither the change nor its event.
+        await expect(store.conversations.appendMessage(message('msg_2', 'conv_missing', 'visitor', null, 'x'), [outboxEvent('evt_2', 'message.created')])).rejects.toThrow();
+        expect(await store.webhooks.getEvent(ORG_A, 'evt_2')).toBeUndefined();
+        await store.conversations.setStatus('conv_1', 'closed', T2, [outboxEvent('evt_3', 'conversation.closed', ORG_A, T2)]);
+        expect(await count('whe_1').then((l) => l.map((d) => d[0]))).toEqual(['evt_3', 'evt_1']);
+      });
+
+      it('claims due deliveries under an exclusive lease, records attempts in order, and moves the failing streak', async () => {
+        await store.webhooks.createEndpoint(endpoint('whe_1'));
+        await store.webhooks.recordEvents([outboxEvent('evt_1', 'tool.run', ORG_A, T0), outboxEvent('evt_2', 'tool.run', ORG_A, T1)]);
+        const [a, b] = await Promise.all([
+          store.webhooks.claimDue('whe_1', 'owner-a', T2, T9, 1),
+          store.webhooks.claimDue('whe_1', 'owner-b', T2, T9, 5),
+        ]);
+        expect(a.map((c) => c.event.id)).toEqual(['evt_1']);
+        expect(b.map((c) => c.event.id)).toEqual(['evt_2']);
+        expect(await store.webhooks.claimDue('whe_1', 'owner-c', T2, T9, 5)).toEqual([]);
+        expect(a[0]!.event).toEqual(outboxEvent('evt_1', 'tool.run', ORG_A, T0));
+        expect(await store.webhooks.nextDueAt('whe_1')).toBeNull();
+        const d1 = a[0]!.delivery_id;
+        expect(await store.webhooks.recordAttempt(d1, 'owner-b', failedAttempt(T2, { status: 'pending', next_attempt_at: T4 }))).toBe(false);
+        expect(await store.webhooks.recordAttempt(d1, 'owner-a', failedAttempt(T2, { status: 'pending', next_attempt_at: T4 }))).toBe(true);
+        expect((await store.webhooks.endpointById('whe_1'))?.failing_since).toBe(T2);
+        expect(await store.webhooks.nextDueAt('whe_1')).toBe(T4);
+        expect(await store.webhooks.claimDue('whe_1', 'owner-a', T3, T9, 5)).toEqual([]);
+        const again = await store.webhooks.claimDue('whe_1', 'owner-a', T4, T9, 5);
+        expect(again.map((c) => [c.delivery_id, c.attempt_count, c.event.id])).toEqual([[d1, 1, 'evt_1']]);
+        await store.webhooks.recordAttempt(d1, 'owner-a', { response: { status: 204, body: '', duration_ms: 3 }, error: null, at: T4, next: { status: 'succeeded' }, success: true });
+        expect((await store.webhooks.endpointById('whe_1'))?.failing_since).toBeNull();
+        const got = await store.webhooks.getDelivery(ORG_A, 'whe_1', d1);
+        expect(got).toMatchObject({ status: 'succeeded', attempt_count: 2, next_attempt_at: null, last_response: { status: 204, body: '', duration_ms: 3 }, last_error: null });
+        expect(got?.attempts).toEqual([
+          { number: 1, status: 500, body: 'nope', error: 'HTTP 500', duration_ms: 12, at: T2 },
+          { number: 2, status: 204, body: '', duration_ms: 3, error: null, at: T4 },
+        ]);
+        expect(await store.webhooks.getDelivery(ORG_B, 'whe_1', d1)).toBeUndefined();
+      });
+
+      it('the sweep records an interrupted attempt for expired and foreign leases and makes them due again', async () => {
+        await store.webhooks.createEndpoint(endpoint('whe_1'));
+        await store.webhooks.recordEvents([outboxEvent('evt_1', 'tool.run', ORG_A, T0), outboxEvent('evt_2', 'tool.run', ORG_A, T0)]);
+        const [c1] = await store.webhooks.claimDue('whe_1', 'gone', T1, T2, 1);
+        const [c2] = await store.webhooks.claimDue('whe_1', 'me', T1, T9, 1);
+        expect(await store.webhooks.releaseExpiredLeases(T1, 'me', false)).toEqual([]);
+        expect(await store.webhooks.releaseExpiredLeases(T3, 'me', false)).toEqual(['whe_1']);
+        const d1 = await store.webhooks.getDelivery(ORG_A, 'whe_1', c1!.delivery_id);
+        expect(d1).toMatchObject({ status: 'pending', attempt_count: 1, next_attempt_at: T3 });
+        expect(d1?.attempts).toEqual([{ number: 1, status: 0, body: '', error: expect.stringMatching(/^interrupted/), duration_ms: 0, at: T1 }]);
+        expect(await store.webhooks.recordAttempt(c1!.delivery_id, 'gone', failedAttempt(T3, { status: 'failed' }))).toBe(false);
+        expect(await store.webhooks.releaseExpiredLeases(T3, 'other', true)).toEqual(['whe_1']);
+        expect((await store.webhooks.getDelivery(ORG_A, 'whe_1', c2!.delivery_id))?.attempt_count).toBe(1);
+      });
+
+      it('retry, recover and the test delivery', async () => {
+        await store.webhooks.createEndpoint(endpoint('whe_1', ORG_A, ['tool.run']));
+        await store.webhooks.recordEvents([outboxEvent('evt_1', 'tool.run', ORG_A, T0), outboxEvent('evt_2', 'tool.run', ORG_A, T2)]);
+        const claimed = await store.webhooks.claimDue('whe_1', 'me', T2, T9, 5);
+        for (const c of claimed) await store.webhooks.recordAttempt(c.delivery_id, 'me', failedAttempt(T2, { status: 'failed' }));
+        const [old, recent] = claimed.map((c) => c.delivery_id);
+        expect(await store.webhooks.recoverSince(ORG_B, 'whe_1', T1, T3)).toBe(0);
+        expect(await store.webhooks.recoverSince(ORG_A, 'whe_1', T1, T3)).toBe(1);
+        expect((await store.webhooks.getDelivery(ORG_A, 'whe_1', recent!))).toMatchObject({ status: 'pending', next_attempt_at: T3, attempt_count: 1 });
+        expect((await store.webhooks.getDelivery(ORG_A, 'whe_1', old!))?.status).toBe('failed');
+        expect(await store.webhooks.retryDelivery(ORG_B, 'whe_1', old!, T3)).toBeUndefined();
+        expect(await store.webhooks.retryDelivery(ORG_A, 'whe_1', old!, T3)).toMatchObject({ id: old, status: 'pending', next_attempt_at: T3 });
+        expect(await store.webhooks.enqueueTo(ORG_B, 'whe_1', outboxEvent('evt_t', 'webhook.test', ORG_B))).toBeUndefined();
+        const test = await store.webhooks.enqueueTo(ORG_A, 'whe_1', outboxEvent('evt_t', 'webhook.test'));
+        expect(test).toMatchObject({ event_id: 'evt_t', event_type: 'webhook.test', status: 'pending', attempt_count: 0 });
+      });
+
+      it('stores deliveries durably: a new connection claims what the closed one stored', async () => {
+        await store.webhooks.createEndpoint(endpoint('whe_1'));
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', null, 'hi'), [outboxEvent('evt_1', 'message.created')]);
+        await store.close();
+        const again = await sut.reopen();
+        expect((await again.webhooks.claimDue('whe_1', 'me', T2, T9, 5)).map((c) => c.event.id)).toEqual(['evt_1']);
+      });
+    });
+
+    describe('usage', () => {
+      const reply = (id: string, conv: string, at: string, input: number, output: number) =>
+        message(id, conv, 'agent', null, 'r', { created_at: at, usage: { input_tokens: input, output_tokens: output, total_tokens: input + output } });
+
+      it('counts agent replies per agent and day, scoped and filtered', async () => {
+        await store.conversations.create(conversation('conv_1', ORG_A, 'agt_1'));
+        await store.conversations.create(conversation('conv_2', ORG_A, 'agt_2'));
+        await store.conversations.appendMessage(reply('msg_1', 'conv_1', '2025-01-01T10:00:00.000Z', 10, 5));
+        await store.conversations.appendMessage(reply('msg_2', 'conv_1', '2025-01-01T11:00:00.000Z', 1, 2));
+        await store.conversations.appendMessage(reply('msg_3', 'conv_2', '2025-01-02T00:00:00.000Z', 7, 0));
+        await store.conversations.appendMessage(message('msg_4', 'conv_2', 'visitor', null, 'q'));
+        expect(await store.usage.daily(ORG_A, '2025-01-01', '2025-01-31')).toEqual([
+          { agent_id: 'agt_1', day: '2025-01-01', input_tokens: 11, output_tokens: 7, total_tokens: 18, turns: 2 },
+          { agent_id: 'agt_2', day: '2025-01-02', input_tokens: 7, output_tokens: 0, total_tokens: 7, turns: 1 },
+        ]);
+        expect((await store.usage.daily(ORG_A, '2025-01-02', '2025-01-02')).map((d) => d.agent_id)).toEqual(['agt_2']);
+        expect((await store.usage.daily(ORG_A, '2025-01-01', '2025-01-31', 'agt_1')).map((d) => d.day)).toEqual(['2025-01-01']);
+        expect(await store.usage.daily(ORG_B, '2025-01-01', '2025-01-31')).toEqual([]);
+      });
+
+      it('fires a threshold once per period, even for replies that cross it in one commit', async () => {
+        await store.usage.setThresholds(ORG_A, [{ metric: 'total_tokens', value: 100, period: 'month' }, { metric: 'output_tokens', value: 10, period: 'day' }], T0);
+        expect(await store.usage.thresholds(ORG_A)).toEqual([
+          { metric: 'output_tokens', value: 10, period: 'day' }, { metric: 'total_tokens', value: 100, period: 'month' },
+        ]);
+        expect(await store.usage.thresholds(ORG_B)).toEqual([]);
+        await store.conversations.create(conversation('conv_1'));
+        const fired = await Promise.all([
+          store.conversations.appendMessage(reply('msg_1', 'conv_1', '2025-01-01T10:00:00.000Z', 60, 5)),
+          store.conversations.appendMessage(reply('msg_2', 'conv_1', '2025-01-01T10:00:01.000Z', 60, 5)),
+          store.conversations.appendMessage(reply('msg_3', 'conv_1', '2025-01-01T10:00:02.000Z', 60, 5)),
+        ]);
+        expect(fired.map((f) => f.map((e) => [e.type, e.data.metric, e.data.period, e.data.period_start, e.data.total]))).toEqual([
+          [],
+          [['usage.threshold', 'output_tokens', 'day', '2025-01-01', 10], ['usage.threshold', 'total_tokens', 'month', '2025-01-01', 130]],
+          [],
+        ]);
+        const nextDay = await store.conversations.appendMessage(reply('msg_4', 'conv_1', '2025-01-02T10:00:00.000Z', 0, 11));
+        expect(nextDay.map((e) => [e.data.metric, e.data.period_start])).toEqual([['output_tokens', '2025-01-02']]);
+        const nextMonth = await store.conversations.appendMessage(reply('msg_5', 'conv_1', '2025-02-01T00:00:00.000Z', 100, 0));
+        expect(nextMonth.map((e) => [e.data.metric, e.data.period_start])).toEqual([['total_tokens', '2025-02-01']]);
       });
     });
 

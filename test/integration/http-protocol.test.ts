@@ -34,6 +34,11 @@ beforeAll(async () => {
   personHeaders = owner.headers;
   ids.key_id = (await (await srv.api('/v1/api-keys', { headers: owner.headers, body: { name: 'protocol key' } })).json() as { id: string }).id;
   ids.user_id = owner.userId;
+  // A disabled webhook endpoint with a queued (never sent) test delivery: nothing changes between GET and HEAD.
+  const endpoint = await (await srv.api('/v1/webhooks', { body: { url: 'https://hooks.example.com/protocol', events: ['*'] } })).json() as { id: string };
+  await srv.api(`/v1/webhooks/${endpoint.id}`, { method: 'PATCH', body: { enabled: false } });
+  ids.endpoint_id = endpoint.id;
+  ids.delivery_id = (await (await srv.api(`/v1/webhooks/${endpoint.id}/test`, { method: 'POST' })).json() as { delivery_id: string }).delivery_id;
   // The public twins: a published agent and a visitor's conversation, read with its visitor token.
   const published = await (await srv.api(`/v1/agents/${agent.id}/publish`, { body: {} })).json() as { public_key: string };
   const visitor = await readSse(`${srv.url}/v1/public/agents/${published.public_key}/chat`, {

@@ -22,6 +22,7 @@ import { afterGeneration } from '../../../actors/turn/turn.rules.js';
 import type { TurnCommand, TurnEnded, TurnInput, TurnOutput } from '../../../actors/turn/turn.types.js';
 import { AppError, toAppError } from '../../errors/app-error.js';
 import type { EventBus } from '../../events/event-bus.js';
+import type { Outbox, StoredEvent } from '../../events/outbox.js';
 import { newId } from '../../ids/ids.js';
 import { toCitations } from '../../knowledge/citations.js';
 import type { Logger } from '../../log/logger.js';
@@ -38,6 +39,7 @@ import { HANDOFF_TO_HUMAN, handoffReason, handoffToHumanSpec } from '../../tools
 import { runSearchKnowledge, SEARCH_KNOWLEDGE, searchKnowledgeSpec } from '../../tools/search-knowledge.js';
 import type { FinishReason, TurnError } from '../../vocabulary/turn.js';
 import type { LiveHub } from '../live/live-hub.js';
+import { messageCreated, toolRun } from '../webhooks/event-data.js';
 import { CANCELLED, HANDED_OFF, type Turn } from './turn.js';
 
 /** Dependencies of the turn's work. */
@@ -74,6 +76,29 @@ export interface TurnRunnerDeps {
    * answers with an error the model reads.
    */
   httpTools?: { dispatcher: Agent; secrets: ReadonlyMap<string, string> };
+  /**
+   * The webhook outbox: the reply's `message.created` and a `tool.run` per tool call of the turn are
+   * stored in the commit of the reply (which also stores the tool runs). Without it, none.
+   */
+  outbox?: Outbox;
+}
+
+/**
+ * Stores the turn's reply with its webhook events (the outbox), then announces what the commit wrote:
+ * the events (to the dispatcher) and the `usage.threshold` events the store fired (also on the bus).
+ */
+async function storeReply(turn: Turn, message: MessageRecord, deps: Pick<TurnRunnerDeps, 'store' | 'outbox' | 'bus'>): Promise<void> {
+  let events: StoredEvent[] | undefined;
+  if (deps.outbox?.wants(turn.orgId)) {
+    const ctx = { conversationId: turn.conversationId, agentId: turn.agent.id, turnId: turn.id };
+    events = deps.outbox.events(turn.orgId, [...turn.toolRuns.map((r) => toolRun(r, ctx)), messageCreated(message, turn.agent.id)], message.created_at);
+  }
+  const fired: StoredEvent[] = await deps.store.conversations.appendMessage(message, events);
+  deps.outbox?.committed(events);
+  if (fired.length > 0) {
+    deps.outbox?.committed(fired);
+    for (const e of fired) deps.bus.publish({ type: 'usage.threshold', org_id: e.org_id, data: e.data });
+  }
 }
 
 const TOOL_SPECS: Record<string, ModelToolSpec> = { [SEARCH_KNOWLEDGE]: searchKnowledgeSpec, [HANDOFF_TO_HUMAN]: handoffToHumanSpec };
@@ -379,7 +404,7 @@ async function finish(turn: Turn, reason: FinishReason, deps: TurnRunnerDeps): P
     finish_reason: finishReason, error: null, created_at: new Date().toISOString(),
   };
   ensureAlive(turn, 'store reply', deps.logger);
-  await deps.store.conversations.appendMessage(message);
+  await storeReply(turn, message, deps);
   // Live watchers learn of the stored reply before the turn's end (the inbox: message.created, then turn.ended).
   deps.live?.messageCreated(message);
   turn.emit({ type: 'message', message_id: message.id });
@@ -423,11 +448,11 @@ export async function closeQueuedTurn(turn: Turn, deps: TurnRunnerDeps): Promise
 async function fail(turn: Turn, error: TurnError, deps: TurnRunnerDeps): Promise<void> {
   deps.logger.warn({ turn_id: turn.id, conversation_id: turn.conversationId, error }, 'turn failed');
   try {
-    await deps.store.conversations.appendMessage({
+    await storeReply(turn, {
       id: newId('msg'), conversation_id: turn.conversationId, org_id: turn.orgId, turn_id: turn.id, role: 'agent',
       content: turn.text, citations: [], tool_runs: turn.toolRuns, usage: turn.usage, status: 'failed',
       finish_reason: null, error, created_at: new Date().toISOString(),
-    });
+    }, deps);
   } catch (err) {
     deps.logger.error({ err, turn_id: turn.id }, 'could not store the failed reply');
   } finally {

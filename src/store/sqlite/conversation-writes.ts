@@ -5,8 +5,9 @@
  */
 import type Database from 'better-sqlite3';
 import { newId } from '../../ids/ids.js';
-import type { ConversationRecord, ConversationStatus, InterruptedTurn, MessageRecord } from '../records.js';
+import type { ConversationRecord, ConversationStatus, InterruptedTurn, MessageRecord, OutboxEvent } from '../records.js';
 import type { TurnError } from '../../vocabulary/turn.js';
+import { countUsage, OUTBOX_WRITES, writeOutbox } from './outbox-writes.js';
 import { toJson } from './rows.js';
 
 type Statements = ReturnType<typeof prepare>;
@@ -48,29 +49,52 @@ function insertMessage(db: Database.Database, rec: MessageRecord): void {
   sql.touch.run(rec.created_at, rec.conversation_id);
 }
 
-/** The write operations, by name. Arguments and results are structured-cloneable. */
+/**
+ * An agent reply with usage counts its tokens (and may fire usage thresholds: usage.threshold events);
+ * every other message returns [].
+ */
+function countReply(db: Database.Database, rec: MessageRecord): OutboxEvent[] {
+  if (rec.role !== 'agent' || rec.usage === null) return [];
+  return countUsage(db, {
+    org_id: rec.org_id, conversation_id: rec.conversation_id, at: rec.created_at,
+    input_tokens: rec.usage.input_tokens, output_tokens: rec.usage.output_tokens,
+  });
+}
+
+/**
+ * The write operations, by name. Arguments and results are structured-cloneable. `events` (optional) go
+ * to the outbox in the same savepoint as the change (src/store/sqlite/outbox-writes.ts).
+ */
 export const CONVERSATION_WRITES = {
+  ...OUTBOX_WRITES,
   /** Inserts a conversation. */
   createConversation(db: Database.Database, c: ConversationRecord): void {
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
   },
   /** Inserts a conversation and its first message (one write: both or neither). */
-  startConversation(db: Database.Database, args: { conversation: ConversationRecord; message: MessageRecord }): void {
+  startConversation(db: Database.Database, args: { conversation: ConversationRecord; message: MessageRecord; events?: OutboxEvent[] | undefined }): void {
     const c = args.conversation;
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
     insertMessage(db, args.message);
+    writeOutbox(db, args.events);
   },
   /** Sets a conversation's status and updated_at. */
-  setStatus(db: Database.Database, args: { id: string; status: ConversationStatus; at: string }): void {
+  setStatus(db: Database.Database, args: { id: string; status: ConversationStatus; at: string; events?: OutboxEvent[] | undefined }): void {
     statements(db).setStatus.run(args.status, args.at, args.id);
+    writeOutbox(db, args.events);
   },
   /** Clears the `turn_id` of a visitor message (forwarded to a person instead of answered). */
   detachFromTurn(db: Database.Database, args: { messageId: string }): void {
     statements(db).detachFromTurn.run(args.messageId);
   },
-  /** Appends a message and touches its conversation's updated_at (throws on a missing conversation: FK). */
-  appendMessage(db: Database.Database, rec: MessageRecord): void {
-    insertMessage(db, rec);
+  /**
+   * Appends a message and touches its conversation's updated_at (throws on a missing conversation: FK),
+   * with its events; counts an agent reply's usage. Returns the usage.threshold events it fired.
+   */
+  appendMessage(db: Database.Database, args: { message: MessageRecord; events?: OutboxEvent[] | undefined }): OutboxEvent[] {
+    insertMessage(db, args.message);
+    writeOutbox(db, args.events);
+    return countReply(db, args.message);
   },
   /** Appends a failed agent reply to every turn that has a visitor message and no agent message. */
   failInterruptedTurns(db: Database.Database, args: { error: TurnError; at: string }): InterruptedTurn[] {

@@ -47,8 +47,8 @@ export function createConversations(db: Database.Database, writer: ConversationW
     create(c) {
       return writer.run('createConversation', c);
     },
-    start(conversation, message) {
-      return writer.run('startConversation', { conversation, message });
+    start(conversation, message, events) {
+      return writer.run('startConversation', events === undefined ? { conversation, message } : { conversation, message, events });
     },
     async get(orgId, id) {
       const r = sql.conversationById.get(orgId, id) as Row | undefined;
@@ -61,8 +61,8 @@ export function createConversations(db: Database.Database, writer: ConversationW
       if (filter.status !== undefined) { where += ' AND status = ?'; params.push(filter.status); }
       return toPage(conversations.rows([orgId], page, where, params), page, conversationFromRow);
     },
-    setStatus(id, status, at) {
-      return writer.run('setStatus', { id, status, at });
+    setStatus(id, status, at, events) {
+      return writer.run('setStatus', events === undefined ? { id, status, at } : { id, status, at, events });
     },
     async orgOf(id) {
       return (sql.orgOf.get(id) as { org_id: string } | undefined)?.org_id;
@@ -70,8 +70,8 @@ export function createConversations(db: Database.Database, writer: ConversationW
     detachFromTurn(messageId) {
       return writer.run('detachFromTurn', { messageId });
     },
-    appendMessage(rec) {
-      return writer.run('appendMessage', rec);
+    appendMessage(rec, events) {
+      return writer.run('appendMessage', events === undefined ? { message: rec } : { message: rec, events });
     },
     async listMessages(orgId, conversationId, page): Promise<Page<MessageRecord>> {
       let afterSeq = 0;

@@ -131,6 +131,45 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE chunks ADD COLUMN page INTEGER;
   `,
+  // 7: webhooks and usage. Endpoints (the secret is kept as is: it signs), the outbox of events, one
+  // delivery per event and endpoint (claimed under a lease), each attempt of a delivery; token totals
+  // per organization, day and agent, the organization's usage thresholds, and the mark of a threshold
+  // that fired in a period (its primary key makes "once per period" a conditional insert).
+  `
+  CREATE TABLE webhook_endpoints (
+    id TEXT PRIMARY KEY, org_id TEXT NOT NULL, url TEXT NOT NULL, description TEXT, events TEXT NOT NULL,
+    enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)), disabled_reason TEXT, secret TEXT NOT NULL,
+    previous_secret TEXT, previous_secret_expires_at TEXT, failing_since TEXT,
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+  CREATE INDEX webhook_endpoints_org ON webhook_endpoints(org_id, id);
+  CREATE TABLE webhook_events (
+    id TEXT PRIMARY KEY, org_id TEXT NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, created_at TEXT NOT NULL);
+  CREATE TABLE webhook_deliveries (
+    id TEXT PRIMARY KEY, event_id TEXT NOT NULL REFERENCES webhook_events(id),
+    endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE, org_id TEXT NOT NULL,
+    event_type TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+    attempt_count INTEGER NOT NULL DEFAULT 0, next_attempt_at TEXT,
+    lease_owner TEXT, lease_expires_at TEXT, attempt_started_at TEXT,
+    last_status INTEGER, last_body TEXT, last_duration_ms INTEGER, last_error TEXT,
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+  CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, id);
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(endpoint_id, next_attempt_at, id) WHERE status = 'pending';
+  CREATE INDEX webhook_deliveries_leased ON webhook_deliveries(lease_expires_at) WHERE lease_owner IS NOT NULL;
+  CREATE TABLE webhook_attempts (
+    delivery_id TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE, number INTEGER NOT NULL,
+    status INTEGER NOT NULL, body TEXT NOT NULL, error TEXT, duration_ms INTEGER NOT NULL, at TEXT NOT NULL,
+    PRIMARY KEY (delivery_id, number)) WITHOUT ROWID;
+  CREATE TABLE usage_daily (
+    org_id TEXT NOT NULL, day TEXT NOT NULL, agent_id TEXT NOT NULL, input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL, turns INTEGER NOT NULL, PRIMARY KEY (org_id, day, agent_id)) WITHOUT ROWID;
+  CREATE TABLE usage_thresholds (
+    org_id TEXT NOT NULL, metric TEXT NOT NULL, value INTEGER NOT NULL, period TEXT NOT NULL, created_at TEXT NOT NULL,
+    PRIMARY KEY (org_id, metric, value, period)) WITHOUT ROWID;
+  CREATE TABLE usage_threshold_marks (
+    org_id TEXT NOT NULL, metric TEXT NOT NULL, value INTEGER NOT NULL, period TEXT NOT NULL, period_start TEXT NOT NULL,
+    event_id TEXT NOT NULL, fired_at TEXT NOT NULL,
+    PRIMARY KEY (org_id, metric, value, period, period_start)) WITHOUT ROWID;
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

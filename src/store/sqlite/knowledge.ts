@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3';
 import { newId } from '../../ids/ids.js';
 import type { KnowledgePort } from '../ports.js';
-import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, NewChunk, PendingDocument } from '../records.js';
+import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, NewChunk, OutboxEvent, PendingDocument } from '../records.js';
+import { writeOutbox } from './outbox-writes.js';
 import { NewestFirstList, toPage } from './pagination.js';
 import { withRelaxedSync, type SqliteSync } from './database.js';
 import { FtsMerger } from './fts-merge.js';
@@ -141,9 +142,17 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
   });
 
   /** The last slice, at the configured sync level: its commit makes the earlier (relaxed) slices durable too. */
-  const readySlice = db.transaction((id: string, count: number, at: string): boolean => sql.markReady.run(count, at, id).changes > 0);
+  const readySlice = db.transaction((id: string, count: number, at: string, events: OutboxEvent[] | undefined): boolean => {
+    if (sql.markReady.run(count, at, id).changes === 0) return false;
+    writeOutbox(db, events);
+    return true;
+  });
+  const failed = db.transaction((id: string, error: string, at: string, events: OutboxEvent[] | undefined): void => {
+    sql.markFailed.run(error, at, id);
+    writeOutbox(db, events);
+  });
 
-  async function completeInSlices(id: string, chunks: NewChunk[], at: string): Promise<boolean> {
+  async function completeInSlices(id: string, chunks: NewChunk[], at: string, events: OutboxEvent[] | undefined): Promise<boolean> {
     // A slice that throws rolls its transaction back and rejects the call; what earlier slices stored stays
     // (the document is still `processing`, so none of it is searchable) until the next call replaces it.
     const progress: Progress = { restarted: false, cleared: false, next: 0 };
@@ -153,7 +162,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
       await yieldToEventLoop();
       if (state === 'stored') break;
     }
-    if (!readySlice.immediate(id, chunks.length, at)) return false;
+    if (!readySlice.immediate(id, chunks.length, at, events)) return false;
     // Index housekeeping left over from the inserts: in the background, it does not change what is stored.
     merger.drain(sliceMs).catch(() => { /* crisismerge still bounds the index; the next write drains again */ });
     return true;
@@ -195,18 +204,18 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
         document: documentFromRow(r), content: sourceFromRow(r.source_content, r.source_is_text),
       }));
     },
-    completeDocument(id, chunks, at) {
+    completeDocument(id, chunks, at, events) {
       const before = running.get(id);
       const run = before === undefined
-        ? completeInSlices(id, chunks, at)
-        : before.catch(() => false).then(() => completeInSlices(id, chunks, at));
+        ? completeInSlices(id, chunks, at, events)
+        : before.catch(() => false).then(() => completeInSlices(id, chunks, at, events));
       running.set(id, run);
       const forget = () => { if (running.get(id) === run) running.delete(id); };
       run.then(forget, forget);
       return run;
     },
-    async failDocument(id, error, at) {
-      sql.markFailed.run(error, at, id);
+    async failDocument(id, error, at, events) {
+      failed.immediate(id, error, at, events);
     },
     async deleteDocument(orgId, kbId, id) {
       const deleted = deleteDocument.immediate(orgId, kbId, id);

@@ -14,6 +14,7 @@ import { createSigningKeys } from './signing-keys.js';
 import { createSocketTickets } from './socket-tickets.js';
 import { createToolRuns } from './tool-runs.js';
 import { createUsers } from './users.js';
+import { createUsage, createWebhooks } from './webhooks.js';
 
 /** Options of createSqliteStore. */
 export interface SqliteStoreOptions {
@@ -57,6 +58,8 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     knowledge,
     conversations: createConversations(db, writer),
     toolRuns: createToolRuns(db),
+    webhooks: createWebhooks(db, writer),
+    usage: createUsage(db, writer),
     async ping() {
       ping.get();
     },

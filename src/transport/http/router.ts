@@ -61,8 +61,10 @@ export class Router {
       const m = c.pattern.exec(path);
       if (!m) continue;
       if (c.route.method !== wanted) {
-        allow.push(c.route.method);
-        if (c.route.method === 'GET') allow.push('HEAD');
+        // Several templates may match one path (`/v1/webhooks/events` and `/v1/webhooks/{endpoint_id}`):
+        // each method is named once.
+        if (!allow.includes(c.route.method)) allow.push(c.route.method);
+        if (c.route.method === 'GET' && !allow.includes('HEAD')) allow.push('HEAD');
         continue;
       }
       const params: Record<string, string> = {};

@@ -11,6 +11,7 @@ import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message
 import { RoleSchema } from '../../vocabulary/role.js';
 import { StreamEventSchema } from '../../vocabulary/stream-event.js';
 import { CitationSchema, FinishReasonSchema, ToolRunSchema, TurnErrorSchema, UsageSchema } from '../../vocabulary/turn.js';
+import { USAGE_METRICS, USAGE_PERIODS, WEBHOOK_EVENT_TYPES } from '../../vocabulary/webhook.js';
 
 export { CitationSchema, ConversationStatusSchema, StreamEventSchema, ToolRunSchema, UsageSchema };
 
@@ -213,3 +214,85 @@ export const MemberSchema = z.object({ user_id: z.string(), email: z.string(), r
 
 export const MemberCreateSchema = z.object({ email: z.email().max(254), role: RoleSchema }).strict().meta({ id: 'MemberCreate' });
 export const MemberPatchSchema = z.object({ role: RoleSchema }).strict().meta({ id: 'MemberPatch' });
+
+const webhookEventName = z.enum(['*', ...WEBHOOK_EVENT_TYPES] as [string, ...string[]]);
+const webhookUrl = z.string().min(1).max(2048).describe('http(s) URL; private, loopback and link-local destinations are refused unless PARLEY_WEBHOOKS_ALLOW_PRIVATE=true');
+
+export const WebhookCreateSchema = z.object({
+  url: webhookUrl,
+  events: z.array(webhookEventName).min(1).max(20).describe('event names (GET /v1/webhooks/events), or ["*"] for all'),
+  description: z.string().max(500).optional(),
+}).strict().meta({ id: 'WebhookCreate' });
+
+export const WebhookPatchSchema = z.object({
+  url: webhookUrl.optional(),
+  events: z.array(webhookEventName).min(1).max(20).optional(),
+  description: z.string().max(500).nullable().optional(),
+  enabled: z.boolean().optional().describe('true re-enables an endpoint that was disabled (410 Gone, 5 days of failures, or by hand)'),
+}).strict().meta({ id: 'WebhookPatch' });
+
+export const WebhookRotateSchema = z.object({
+  overlap_seconds: z.number().int().min(0).max(7 * 24 * 3600).default(24 * 3600)
+    .describe('seconds the previous secret keeps signing beside the new one (default 24 h; 0: it stops at once)'),
+}).strict().meta({ id: 'WebhookRotate' });
+
+export const WebhookEndpointSchema = z.object({
+  id: z.string(), url: z.string(), events: z.array(z.string()), description: z.string().nullable(),
+  status: z.enum(['enabled', 'disabled']), disabled_reason: z.enum(['gone', 'failing', 'manual']).nullable(),
+  failing_since: time.nullable(), previous_secret_expires_at: time.nullable().describe('while set and in the future, the previous secret signs too'),
+  created_at: time, updated_at: time,
+}).meta({ id: 'WebhookEndpoint' });
+
+export const WebhookEndpointWithSecretSchema = WebhookEndpointSchema.extend({
+  secret: z.string().describe('whsec_..., shown only in this response'),
+}).meta({ id: 'WebhookEndpointWithSecret' });
+
+export const WebhookEventListSchema = z.object({
+  data: z.array(z.object({ name: z.string(), description: z.string() })),
+}).meta({ id: 'WebhookEventList' });
+
+const AttemptResponseSchema = z.object({
+  status: z.number().int().describe('HTTP status, 0 when no response came'), body: z.string().describe('first 4 KiB of the response body'),
+  duration_ms: z.number().int(),
+});
+
+export const DeliverySchema = z.object({
+  id: z.string(), event_id: z.string(), event_type: z.string(), status: z.enum(['pending', 'succeeded', 'failed']),
+  attempt_count: z.number().int(), next_attempt_at: time.nullable(), last_response: AttemptResponseSchema.nullable(),
+  last_error: z.string().nullable(), created_at: time,
+}).meta({ id: 'WebhookDelivery' });
+
+export const DeliveryWithAttemptsSchema = DeliverySchema.extend({
+  attempts: z.array(AttemptResponseSchema.extend({ number: z.number().int(), error: z.string().nullable(), at: time })),
+}).meta({ id: 'WebhookDeliveryWithAttempts' });
+
+export const WebhookTestSchema = z.object({ delivery_id: z.string(), event_id: z.string() }).meta({ id: 'WebhookTestQueued' });
+
+export const WebhookRecoverSchema = z.object({
+  since: z.iso.datetime({ offset: true }).describe('RFC 3339: re-send the deliveries that failed for good created at or after this time'),
+}).strict().meta({ id: 'WebhookRecover' });
+
+export const WebhookRecoveredSchema = z.object({ recovered: z.number().int().describe('deliveries queued again') }).meta({ id: 'WebhookRecovered' });
+
+const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a day YYYY-MM-DD').refine((v) => !Number.isNaN(Date.parse(`${v}T00:00:00Z`)), 'not a calendar day');
+
+export const UsageQuery = z.object({
+  from: day.optional().describe('first day (UTC), default 29 days before `to`'),
+  to: day.optional().describe('last day (UTC, inclusive), default today'),
+  agent_id: id('agt').optional(),
+}).strict();
+
+export const UsageReportSchema = z.object({
+  from: z.string(), to: z.string(),
+  data: z.array(z.object({
+    agent_id: z.string(), day: z.string(), input_tokens: z.number().int(), output_tokens: z.number().int(), total_tokens: z.number().int(),
+    turns: z.number().int().describe('agent replies counted'),
+  })),
+}).meta({ id: 'UsageReport' });
+
+export const UsageThresholdsSchema = z.object({
+  thresholds: z.array(z.object({
+    metric: z.enum(USAGE_METRICS), value: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).describe('tokens'),
+    period: z.enum(USAGE_PERIODS).describe('UTC calendar day or month'),
+  }).strict()).max(20),
+}).strict().meta({ id: 'UsageThresholds' });

@@ -10,6 +10,8 @@ import type { ConversationService } from '../../runtime/services/conversations.j
 import type { HealthService } from '../../runtime/services/health.js';
 import type { KnowledgeBaseService } from '../../runtime/services/knowledge-bases.js';
 import type { PublicService } from '../../runtime/services/public.js';
+import type { UsageService } from '../../runtime/services/usage.js';
+import type { WebhookService } from '../../runtime/services/webhooks.js';
 
 /**
  * What route handlers may call: the runtime's services (DESIGN.md layers: transport -> runtime), never
@@ -29,6 +31,10 @@ export interface Services {
   /** Published agents: public keys, visitor tokens, allowed origins, rate limits. */
   public: PublicService;
   health: HealthService;
+  /** Webhook endpoints, deliveries, test, retry, recover. */
+  webhooks: WebhookService;
+  /** Token usage and thresholds. */
+  usage: UsageService;
   /** Prometheus text exposition of the metrics registry. */
   metricsText(): Promise<string>;
 }

@@ -61,7 +61,7 @@ export interface RouteResponse {
  * responses follow from `access`).
  */
 export interface RouteDef<B = any, Q = any> {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   summary: string;
   tag: string;

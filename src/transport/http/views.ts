@@ -4,7 +4,8 @@
 import type { IssuedApiKey } from '../../runtime/services/api-keys.js';
 import type { Me, Session } from '../../runtime/services/sessions.js';
 import type {
-  AgentRecord, ApiKeyRecord, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MemberRecord, MessageRecord, Page, UserRecord,
+  AgentRecord, ApiKeyRecord, ConversationRecord, DeliveryRecord, DeliveryWithAttempts, DocumentRecord, KnowledgeBaseRecord, MemberRecord,
+  MessageRecord, Page, UserRecord, WebhookEndpointRecord,
 } from '../../store/records.js';
 
 export function agentView(a: AgentRecord) {
@@ -74,4 +75,34 @@ export function issuedApiKeyView(k: IssuedApiKey) {
 /** A member of an organization: `{user_id, email, role, created_at}`. */
 export function memberView(m: MemberRecord) {
   return { user_id: m.user_id, email: m.email, role: m.role, created_at: m.created_at };
+}
+
+/** A webhook endpoint as the API shows it: never the secret (only create and rotate show it, once). */
+export function webhookEndpointView(e: WebhookEndpointRecord) {
+  return {
+    id: e.id, url: e.url, events: e.events, description: e.description, status: e.enabled ? 'enabled' : 'disabled',
+    disabled_reason: e.disabled_reason, failing_since: e.failing_since, previous_secret_expires_at: e.previous_secret_expires_at,
+    created_at: e.created_at, updated_at: e.updated_at,
+  };
+}
+
+/** A new or rotated endpoint with its secret (shown once). */
+export function webhookEndpointWithSecretView(e: WebhookEndpointRecord) {
+  return { ...webhookEndpointView(e), secret: e.secret };
+}
+
+/** A delivery as listed (API.md "Webhooks"). */
+export function deliveryView(d: DeliveryRecord) {
+  return {
+    id: d.id, event_id: d.event_id, event_type: d.event_type, status: d.status, attempt_count: d.attempt_count,
+    next_attempt_at: d.next_attempt_at, last_response: d.last_response, last_error: d.last_error, created_at: d.created_at,
+  };
+}
+
+/** A delivery with its attempts, oldest first. */
+export function deliveryWithAttemptsView(d: DeliveryWithAttempts) {
+  return {
+    ...deliveryView(d),
+    attempts: d.attempts.map((a) => ({ number: a.number, status: a.status, body: a.body, error: a.error, duration_ms: a.duration_ms, at: a.at })),
+  };
 }
