@@ -163,7 +163,7 @@ describe('sqlite: migrations', () => {
     v4.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(6);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(7);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'walrus', 5)).toEqual([
       expect.objectContaining({ chunk_id: 'chk_1', heading: '', page: null }),
     ]);
