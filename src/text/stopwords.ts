@@ -4,7 +4,9 @@
  * full-text query builder (store) and the builtin model's term extraction, so both agree on what a
  * "content word" is. Lower-case; compare lower-cased words.
  */
-import { eng } from 'stopword';
+// The English list alone: the package's main entry loads all of its 62 languages (about 4 MiB of memory
+// at start). Its src/ files are ES modules without a package "type", which Node 20 recognizes by syntax.
+import { eng } from 'stopword/src/stopwords_eng.js';
 
 /**
  * Question scaffolding the package's list does not hold: negation, interrogatives and auxiliaries (`does`, `when`,

@@ -14,3 +14,8 @@ declare module 'stopword' {
   /** The package's English stopword list (lower-case words). */
   export const eng: readonly string[];
 }
+
+declare module 'stopword/src/stopwords_eng.js' {
+  /** The package's English stopword list (lower-case words), without loading its other languages. */
+  export const eng: readonly string[];
+}

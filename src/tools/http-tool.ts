@@ -6,7 +6,8 @@
  * is read up to {@link MAX_TOOL_RESPONSE_BYTES} and handed back to the model. Header secrets come from the
  * server's `PARLEY_TOOL_SECRET_*` variables only and are never part of an outcome, an error or a log line.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv as AjvInstance, ValidateFunction } from 'ajv';
 import type { Agent } from 'undici';
 import { request } from 'undici';
 import { AppError } from '../errors/app-error.js';
@@ -20,8 +21,19 @@ export const MAX_TOOL_RESPONSE_BYTES = 64 * 1024;
 /** Compiled argument validators by schema text; bounded (agents are few, their tools change rarely). */
 const validators = new Map<string, ValidateFunction>();
 const MAX_VALIDATORS = 1000;
-/** One ajv instance: every error listed, formats unknown to it ignored rather than fatal, no type coercion. */
-const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+/**
+ * The one ajv instance (every error listed, formats unknown to it ignored rather than fatal, no type
+ * coercion), loaded at the first HTTP tool: ajv costs about 8 MiB of memory, which a server whose agents
+ * have no HTTP tool never pays (start RSS is a benchmarked row).
+ */
+let ajvInstance: AjvInstance | undefined;
+function ajv(): AjvInstance {
+  if (ajvInstance === undefined) {
+    const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+    ajvInstance = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+  }
+  return ajvInstance;
+}
 
 /**
  * The compiled validator of a tool's `parameters` (cached by the schema's JSON text). Throws AppError
@@ -37,7 +49,7 @@ export function compileParameters(schema: Record<string, unknown>, path = 'param
   }
   let validate: ValidateFunction;
   try {
-    validate = ajv.compile(schema);
+    validate = ajv().compile(schema);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     throw new AppError('validation_failed', `${path} is not a valid JSON Schema: ${message}`, { errors: [{ path, message }] });

@@ -8,8 +8,9 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page, type WebSocketRoute } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page, type WebSocketRoute } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasChromium, launchChromium } from '../helpers/browser.js';
 import { createAgent, publish, wsUrl } from '../helpers/live.js';
 import { startTestServer, type TestPerson, type TestServer } from '../helpers/server.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
@@ -20,9 +21,7 @@ declare const document: any;
 declare const navigator: any;
 declare function getComputedStyle(element: unknown): any;
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`skipped: ${CHROMIUM} not found (Debian: apt-get install chromium); the console's browser tests need it`);
+const chromiumFound = hasChromium("the console's browser tests");
 
 const root = resolve(import.meta.dirname, '../..');
 const SHOTS = join(root, 'test-results');
@@ -44,7 +43,7 @@ let publicKey: string;
 const sockets: TestSocket[] = [];
 
 beforeAll(async () => {
-  if (!hasChromium) return;
+  if (!chromiumFound) return;
   expect(existsSync(join(root, 'dist/web/dashboard/index.html')), 'run `npm run build` first (it builds the dashboard)').toBe(true);
   mkdirSync(SHOTS, { recursive: true });
   // Words 90 ms apart: the agent's reply streams for a few seconds, long enough to watch it being written.
@@ -59,10 +58,7 @@ beforeAll(async () => {
   }, 20_000, 'document ready');
   agentId = await createAgent(srv, { name: 'Help desk', knowledge_base_ids: [kb.id], tools: ['search_knowledge', 'handoff_to_human'] });
   publicKey = await publish(srv, agentId);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {
@@ -145,7 +141,7 @@ const visitorName = (conversationId: string) => `Visitor ${conversationId.slice(
 const row = (page: Page, conversationId: string) => page.locator(`.conv-item[data-conversation="${conversationId}"]`);
 const statusOf = async (conversationId: string) => ((await (await srv.api(`/v1/conversations/${conversationId}`)).json()) as { status: string }).status;
 
-describe.skipIf(!hasChromium)('the operator console in Chromium', () => {
+describe.skipIf(!chromiumFound)('the operator console in Chromium', () => {
   it('a handoff request shows live; the operator takes over and replies to the visitor\'s socket, resolves (the agent streams again) and closes', async () => {
     const tab = await open();
     const { page } = tab;

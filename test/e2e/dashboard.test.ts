@@ -9,8 +9,9 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasChromium, launchChromium } from '../helpers/browser.js';
 import { newId } from '../../src/ids/ids.js';
 import type { AgentRecord } from '../../src/store/records.js';
 import { credentialsOf, exitOf, startMain } from '../helpers/main-process.js';
@@ -26,9 +27,7 @@ declare function getComputedStyle(element: unknown): any;
 type HTMLElement = any;
 declare const Navigator: any;
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`skipped: ${CHROMIUM} not found (Debian: apt-get install chromium); the dashboard's browser tests need it`);
+const chromiumFound = hasChromium("the dashboard's browser tests");
 
 const root = resolve(import.meta.dirname, '../..');
 const SHOTS = join(root, 'test-results');
@@ -38,14 +37,11 @@ let srv: TestServer;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!hasChromium) return;
+  if (!chromiumFound) return;
   expect(existsSync(join(root, 'dist/web/dashboard/index.html')), 'run `npm run build` first (it builds the dashboard)').toBe(true);
   mkdirSync(SHOTS, { recursive: true });
   srv = await startTestServer();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -128,7 +124,7 @@ async function wrongPasswordMessage(email: string): Promise<string> {
   return (await res.json() as { error: { message: string } }).error.message;
 }
 
-describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
+describe.skipIf(!chromiumFound)('the dashboard in Chromium', () => {
   it('creates a key whose secret is shown once and copied from the page; the key works until it is revoked', async () => {
     const tab = await open();
     const { page } = tab;
@@ -520,7 +516,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
   });
 });
 
-describe.skipIf(!hasChromium)('npm start', () => {
+describe.skipIf(!chromiumFound)('npm start', () => {
   it('serves the dashboard, where the demo owner of data/initial-credentials.json signs in and sees the demo agent', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-dashboard-'));
     const main = await startMain(dataDir);

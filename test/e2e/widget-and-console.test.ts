@@ -14,17 +14,16 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasChromium, launchChromium } from '../helpers/browser.js';
 import { createAgent, publish } from '../helpers/live.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/sse-client.js';
 
 declare const localStorage: any;
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`skipped: ${CHROMIUM} not found (Debian: apt-get install chromium); the widget-and-console browser test needs it`);
+const chromiumFound = hasChromium("the widget-and-console browser tests");
 
 const root = resolve(import.meta.dirname, '../..');
 const SHOTS = join(root, 'test-results');
@@ -46,7 +45,7 @@ let hostUrl: string;
 let pk: string;
 
 beforeAll(async () => {
-  if (!hasChromium) return;
+  if (!chromiumFound) return;
   expect(existsSync(join(root, 'dist/web/widget/widget.js')), 'run `npm run build` first').toBe(true);
   expect(existsSync(join(root, 'dist/web/dashboard/index.html')), 'run `npm run build` first').toBe(true);
   mkdirSync(SHOTS, { recursive: true });
@@ -69,10 +68,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
   // Parley is http://127.0.0.1:<port>; the shop is http://localhost:<other port>: another origin.
   hostUrl = `http://localhost:${(host.address() as AddressInfo).port}/`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  });
+  browser = await launchChromium();
 }, 90_000);
 
 afterAll(async () => {
@@ -100,7 +96,7 @@ async function ask(page: Page, text: string): Promise<void> {
   await page.keyboard.press('Enter');
 }
 
-describe.skipIf(!hasChromium)('a visitor in the widget and an operator in the console', { timeout: 180_000 }, () => {
+describe.skipIf(!chromiumFound)('a visitor in the widget and an operator in the console', { timeout: 180_000 }, () => {
   it('streamed cited answer, handoff seen in the inbox, takeover and a live reply, resolve, and the agent answers again', async () => {
     const visitorContext = await browser.newContext({ viewport: { width: 1000, height: 760 } });
     const operatorContext = await browser.newContext({ baseURL: srv.url, viewport: { width: 1280, height: 800 } });

@@ -12,8 +12,9 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasChromium, launchChromium } from '../helpers/browser.js';
 import { createAgent, publish } from '../helpers/live.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/sse-client.js';
@@ -23,9 +24,7 @@ declare const document: any;
 declare const localStorage: any;
 declare function getComputedStyle(element: unknown): any;
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`skipped: ${CHROMIUM} not found (Debian: apt-get install chromium); the widget's browser tests need it`);
+const chromiumFound = hasChromium("the widget's browser tests");
 
 const root = resolve(import.meta.dirname, '../..');
 const SHOTS = join(root, 'test-results');
@@ -74,7 +73,7 @@ ${embed}
 }
 
 beforeAll(async () => {
-  if (!hasChromium) return;
+  if (!chromiumFound) return;
   expect(existsSync(join(root, 'dist/web/widget/widget.js')), 'run `npm run build` first (it builds the widget)').toBe(true);
   mkdirSync(SHOTS, { recursive: true });
   srv = await startTestServer({ PARLEY_BUILTIN_WORD_DELAY_MS: '40' });
@@ -98,10 +97,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
   // "localhost" and Parley's "127.0.0.1": another host and another port, so another origin.
   hostUrl = `http://localhost:${(host.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  });
+  browser = await launchChromium();
 }, 90_000);
 
 afterAll(async () => {
@@ -187,7 +183,7 @@ async function watchStreaming(page: Page): Promise<string[]> {
   return seen;
 }
 
-describe.skipIf(!hasChromium)('the widget in Chromium, on another origin', { timeout: 120_000 }, () => {
+describe.skipIf(!chromiumFound)('the widget in Chromium, on another origin', { timeout: 120_000 }, () => {
   it('answers a question with streamed words and numbered sources; asks for a person, who replies live; resolved, the agent answers again', async () => {
     const tab = await visit();
     const { page } = tab;
