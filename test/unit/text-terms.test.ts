@@ -13,6 +13,9 @@ describe('the project stemmer (Porter2)', () => {
   it('leaves words with digits or other scripts as they are', () => {
     expect(stem('sha256')).toBe('sha256');
     expect(stem('ストリーム')).toBe('ストリーム');
+    // Anchored: letters only, start to end.
+    expect(stem('2streams')).toBe('2streams');
+    expect(stem('streams2')).toBe('streams2');
   });
 });
 
@@ -30,5 +33,10 @@ describe('content terms', () => {
     expect([...contentTerms('hello streams', { exclude: new Set(['hello']) })]).toEqual(['stream']);
     expect(words('fs.readFile() — 2 Äpfel')).toEqual(['fs', 'readfile', '2', 'äpfel']);
     expect(stemSet('the streams stream')).toEqual(new Set(['the', 'stream']));
+  });
+
+  it('drops words shorter than 3 characters unless told otherwise', () => {
+    expect([...contentTerms('ox tails')]).toEqual(['tail']);
+    expect([...contentTerms('ox tails', { minChars: 2 })]).toEqual(['ox', 'tail']);
   });
 });
