@@ -77,7 +77,7 @@ describe('sqlite: migrations', () => {
     v1.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(7);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(8);
     expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(s.db.pragma('foreign_key_check')).toEqual([]);
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
@@ -125,7 +125,7 @@ describe('sqlite: migrations', () => {
     v2.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(7);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(8);
     expect(await s.apiKeys.findByHash('h1')).toEqual({ id: 'key_1', org_id: 'org_A', name: 'old', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
     expect(await s.memberships.organizationsOf('usr_1')).toEqual([]);
     expect(await s.signingKeys.active()).toBeUndefined();
@@ -144,7 +144,7 @@ describe('sqlite: migrations', () => {
     v3.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(7);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(8);
     expect((await s.agents.get('org_A', 'agt_1'))?.allowed_origins).toEqual(['*']);
     expect((await s.conversations.get('org_A', 'conv_1'))?.visitor_token_hash).toBeNull();
     expect(s.db.prepare(`SELECT name FROM pragma_table_info('socket_tickets') WHERE name = 'session_id'`).all()).toEqual([{ name: 'session_id' }]);
@@ -163,7 +163,7 @@ describe('sqlite: migrations', () => {
     v4.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(7);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(8);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'walrus', 5)).toEqual([
       expect.objectContaining({ chunk_id: 'chk_1', heading: '', page: null }),
     ]);
@@ -178,7 +178,7 @@ describe('sqlite: migrations', () => {
     const dir = tempDir();
     store(dir).db.close();
     const again = store(dir);
-    expect(again.db.pragma('user_version', { simple: true })).toBe(7);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(8);
     expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 });

@@ -170,6 +170,13 @@ export const MIGRATIONS: readonly string[] = [
     event_id TEXT NOT NULL, fired_at TEXT NOT NULL,
     PRIMARY KEY (org_id, metric, value, period, period_start)) WITHOUT ROWID;
   `,
+  // 8: the store writes a chunk's FTS row itself, in the statement after the chunk's insert, instead of
+  // the AFTER INSERT trigger: the trigger made storing chunks about 3x slower (measured on the Node.js
+  // docs: 2,994 chunks in one transaction, 156-230 ms through the trigger against 53-82 ms direct). The
+  // AFTER DELETE trigger stays: deletes are rare and must never leave a stale FTS row.
+  `
+  DROP TRIGGER chunks_ai;
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

@@ -53,7 +53,8 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
 
 /**
  * KnowledgePort on SQLite: tables `knowledge_bases`, `documents`, `document_sources` (the raw upload,
- * deleted with its document), `chunks` with the FTS5 index `chunks_fts` kept by triggers.
+ * deleted with its document), `chunks` with the FTS5 index `chunks_fts` (external content: rows inserted
+ * here next to each chunk, deleted by the `chunks_ad` trigger).
  *
  * completeDocument stores chunks in slices (each its own transaction, `chunkSliceMs` of work, then a
  * setImmediate yield): the first slices set the document back to `processing` and delete chunks left by
@@ -86,6 +87,8 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
     clearBatch: db.prepare(`DELETE FROM chunks WHERE rowid IN (SELECT rowid FROM chunks WHERE doc_id = ? LIMIT ${CLEAR_BATCH})`),
     insertChunk: db.prepare(
       'INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    // Migration 8: no insert trigger; every chunk insert is followed by this one, in the same transaction.
+    insertChunkFts: db.prepare('INSERT INTO chunks_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)'),
     markReady: db.prepare(`UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, updated_at = ? WHERE id = ?`),
     markFailed: db.prepare(`UPDATE documents SET status = 'failed', error = ?, updated_at = ? WHERE id = ?`),
     deleteDocument: db.prepare('DELETE FROM documents WHERE org_id = ? AND kb_id = ? AND id = ?'),
@@ -132,7 +135,8 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
     if (p.cleared) {
       while (p.next < chunks.length) {
         const c = chunks[p.next]!;
-        sql.insertChunk.run(newId('chk'), id, doc.kb_id, doc.org_id, c.ord, doc.title, c.heading, c.text, c.page ?? null);
+        const { lastInsertRowid } = sql.insertChunk.run(newId('chk'), id, doc.kb_id, doc.org_id, c.ord, doc.title, c.heading, c.text, c.page ?? null);
+        sql.insertChunkFts.run(lastInsertRowid, doc.title, c.heading, c.text);
         p.next++;
         if (performance.now() >= workUntil) break;
       }
