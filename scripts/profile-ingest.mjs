@@ -3,7 +3,7 @@
  * real KnowledgeService, ingestion pool and SQLite store, timed from the first upload to the last ready
  * document (workers warmed first). Usage: `npm run build && node --cpu-prof scripts/profile-ingest.mjs [threads]`
  * (Node writes one profile per thread: the main thread and each ingestion worker). An optional second
- * argument sets the store's chunk slice, ms (default 4). Prints MB/s and how busy the main thread was.
+ * argument sets the store's chunks per slice (default 64). Prints MB/s and how busy the main thread was.
  */
 import { readdirSync, readFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +17,7 @@ const { EventBus } = await import(`${D}/events/event-bus.js`);
 const corpus = new URL('../../shared/corpus/nodejs-api', import.meta.url).pathname;
 if (!(await import('node:fs')).existsSync(corpus)) { console.log(`skipped: ${corpus} not found`); process.exit(0); }
 const threads = Number(process.argv[2] ?? 2);
-const store = createSqliteStore(mkdtempSync(join(tmpdir(), 'kfprof-')), { chunkSliceMs: Number(process.argv[3] ?? 4) });
+const store = createSqliteStore(mkdtempSync(join(tmpdir(), 'kfprof-')), { chunkSliceChunks: Number(process.argv[3] ?? 64), sync: process.env.PARLEY_SQLITE_SYNC ?? 'FULL' });
 const pool = new IngestionPool({ threads });
 const ks = new KnowledgeService(store, pool, new EventBus(() => {}), pino({ level: 'silent' }));
 const kb = { id: 'kb_1', org_id: 'o', name: 'n', created_at: new Date().toISOString() };
@@ -33,4 +33,4 @@ await ks.settled();
 const s = (performance.now() - t0) / 1000;
 const elu = performance.eventLoopUtilization(elu0);
 console.log(`${threads} workers: ${(bytes / 1e6).toFixed(2)} MB in ${s.toFixed(2)} s = ${(bytes / 1e6 / s).toFixed(2)} MB/s; main thread busy ${(elu.active / 1000).toFixed(2)} s (${(elu.utilization * 100).toFixed(0)}%)`);
-await pool.close(); await store.close();
+console.log(globalThis.__threadCpu?.() ?? ""); await pool.close(); await store.close();

@@ -96,7 +96,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const models = createModelRegistry({
     openai: config.openai, modelTimeoutMs: config.modelTimeoutMs, builtinWordDelayMs: config.builtinWordDelayMs, tokens, logger,
   });
-  const pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, onError: (err) => logger.error({ err }, 'ingestion worker error') });
+  const pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, onError: (err) => logger.error({ err }, 'ingestion worker error') });
   const outbox = new Outbox();
   const knowledge = new KnowledgeService(store, pool, bus, logger, outbox);
   const agentDirectory = new AgentDirectory(store);

@@ -81,7 +81,7 @@ export async function runCli(argv: string[]): Promise<number> {
       print,
       importFolder: (req) => {
         // The command's own workers, with the server's limits (PARLEY_INGEST_WORKERS, _TIMEOUT_MS, _MEMORY_MB).
-        pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, idleMs: 1000 });
+        pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, idleMs: 1000 });
         const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
         const bus = new EventBus((err) => logger.error({ err }, 'event listener failed'));
         const knowledge = new KnowledgeService(store, pool, bus, logger);

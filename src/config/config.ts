@@ -29,6 +29,7 @@ const EnvSchema = z.object({
   PARLEY_INGEST_WORKERS: int(defaultIngestWorkers(), 1, 64),
   PARLEY_INGEST_TIMEOUT_MS: int(60_000, 100, 3_600_000),
   PARLEY_INGEST_MEMORY_MB: int(512, 32, 16_384),
+  PARLEY_INGEST_NICE: int(10, 0, 19),
   PARLEY_IDLE_UNLOAD_MS: int(10_000, 1),
   PARLEY_MAX_QUEUED_TURNS: int(4, 0, 100),
   PARLEY_MAX_TOOL_STEPS: int(4, 1, 16),
@@ -69,7 +70,8 @@ const EnvSchema = z.object({
  * Ingestion workers by default: 1 on a machine with 2 cores or fewer, else 2. Measured on 2 vCPUs
  * (bench ingest, 2026-11-23): a second worker added no throughput (1.56 vs 1.54 MB/s: the machine is
  * CPU-bound, the main thread stores the chunks) and doubled a running stream's inter-token gap p99
- * during ingestion (1.9x idle with 1 worker, 4.2x with 2).
+ * during ingestion (1.9x idle with 1 worker, 4.2x with 2; before the workers ran at nice 10 and the chunks
+ * were stored on the writer thread).
  */
 function defaultIngestWorkers(): number {
   return availableParallelism() <= 2 ? 1 : 2;
@@ -115,6 +117,8 @@ export interface Config {
   ingestTimeoutMs: number;
   /** Heap cap of one ingestion worker thread (V8 old generation), MB; a document that needs more fails. */
   ingestMemoryMb: number;
+  /** Nice value (0-19) of the ingestion worker threads, so that parsing yields the CPU to chat (Linux). */
+  ingestNice: number;
   /** A conversation actor idle this long is unloaded, ms. */
   idleUnloadMs: number;
   /** Visitor messages that may wait behind a running turn; one more gets 409 turn_in_progress. */
@@ -212,6 +216,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingestWorkers: e.PARLEY_INGEST_WORKERS,
     ingestTimeoutMs: e.PARLEY_INGEST_TIMEOUT_MS,
     ingestMemoryMb: e.PARLEY_INGEST_MEMORY_MB,
+    ingestNice: e.PARLEY_INGEST_NICE,
     idleUnloadMs: e.PARLEY_IDLE_UNLOAD_MS,
     maxQueuedTurns: e.PARLEY_MAX_QUEUED_TURNS,
     maxToolSteps: e.PARLEY_MAX_TOOL_STEPS,

@@ -3,9 +3,12 @@
  * `dist/src/knowledge/ingest.worker.js`, by src/knowledge/ingestion-pool.ts) that decodes,
  * parses and chunks one document per task. The main thread stores the chunks.
  */
+import { workerData } from 'piscina';
 import { z } from 'zod';
+import { lowerThreadPriority } from '../workers/thread-priority.js';
 import { chunkSections } from './chunker.js';
 import { markdownNestingDepth, MAX_MARKDOWN_NESTING, parseDocument, type Section } from './parse-document.js';
+import type { IngestWorkerData } from './ingestion-pool.js';
 import { DOCUMENT_CONTENT_TYPES, DOCX_CONTENT_TYPE, type IngestResult, type IngestTask } from './types.js';
 
 // The HTML/DOCX and PDF parsers (linkedom, Readability, mammoth, pdf.js: several MB of code) load on
@@ -14,6 +17,11 @@ let htmlModule: Promise<typeof import('./parse-html.js')> | undefined;
 let pdfModule: Promise<typeof import('./parse-pdf.js')> | undefined;
 const loadHtml = () => (htmlModule ??= import('./parse-html.js'));
 const loadPdf = () => (pdfModule ??= import('./parse-pdf.js'));
+
+// Parsing yields the CPU to the event loop that streams tokens (IngestionPoolOptions.nice). Loaded
+// outside a pool (tests calling the default export directly) there is no workerData: nothing changes.
+const niceValue = (workerData as Partial<IngestWorkerData> | undefined)?.nice;
+if (typeof niceValue === 'number' && niceValue > 0) lowerThreadPriority(niceValue);
 
 const ingestTaskSchema = z.object({
   title: z.string(),

@@ -31,6 +31,21 @@ export interface IngestionPoolOptions {
    * starts a new worker for the next one.
    */
   memoryMb?: number;
+  /**
+   * Nice value of each worker thread, 0 (normal) to 19 (lowest); default {@link DEFAULT_INGEST_NICE}. A
+   * worker lowers its own thread's priority when it starts (Linux; elsewhere it runs at normal priority),
+   * so parsing takes the cores the event loop leaves idle and gives them back when chat needs them
+   * (src/workers/thread-priority.ts).
+   */
+  nice?: number;
+}
+
+/** Default of {@link IngestionPoolOptions.nice}. */
+export const DEFAULT_INGEST_NICE = 10;
+
+/** What each ingestion worker receives as Piscina's `workerData`. */
+export interface IngestWorkerData {
+  nice: number;
 }
 
 /** Options of {@link IngestionPool.run}. */
@@ -82,7 +97,7 @@ export class IngestionPool {
   /**
    * Starts `threads` workers.
    *
-   * @throws RangeError when `threads` is not an integer >= 1.
+   * @throws RangeError when `threads` is not an integer >= 1, or `timeoutMs`, `memoryMb` or `nice` is out of range.
    * @throws Error when the compiled worker is missing (see {@link resolveIngestWorkerUrl}).
    */
   constructor(opts: IngestionPoolOptions) {
@@ -93,6 +108,9 @@ export class IngestionPool {
     this.#memoryMb = opts.memoryMb ?? DEFAULT_INGEST_MEMORY_MB;
     if (!Number.isInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new RangeError(`ingestion timeoutMs must be an integer >= 1, got ${String(opts.timeoutMs)}`);
     if (!Number.isInteger(this.#memoryMb) || this.#memoryMb < 8) throw new RangeError(`ingestion memoryMb must be an integer >= 8, got ${String(opts.memoryMb)}`);
+    const nice = opts.nice ?? DEFAULT_INGEST_NICE;
+    if (!Number.isInteger(nice) || nice < 0 || nice > 19) throw new RangeError(`ingestion nice must be an integer in 0..19, got ${String(opts.nice)}`);
+    const workerData: IngestWorkerData = { nice };
     const workerUrl = opts.workerUrl ?? resolveIngestWorkerUrl();
     this.#piscina = new Piscina<IngestTask, IngestResult>({
       filename: workerUrl.href,
@@ -100,6 +118,7 @@ export class IngestionPool {
       minThreads: 0,
       maxThreads: opts.threads,
       idleTimeout: opts.idleMs ?? 60_000,
+      workerData,
       resourceLimits: {
         maxOldGenerationSizeMb: this.#memoryMb,
         maxYoungGenerationSizeMb: Math.max(4, Math.min(64, Math.floor(this.#memoryMb / 8))),

@@ -248,7 +248,7 @@ describe('sqlite: group commit', () => {
 });
 
 describe('sqlite: completeDocument in slices', () => {
-  async function withDocument(opts: Parameters<typeof createSqliteStore>[1] = { chunkSliceMs: 0 }) {
+  async function withDocument(opts: Parameters<typeof createSqliteStore>[1] = { chunkSliceChunks: 1 }) {
     const dir = tempDir();
     const s = store(dir, opts);
     await s.knowledge.createBase({ id: 'kb_1', org_id: 'org_A', name: 'kb', created_at: T0 });
@@ -256,34 +256,49 @@ describe('sqlite: completeDocument in slices', () => {
     return { dir, s };
   }
 
-  it('yields to the event loop between slices, and nothing is searchable before the document is ready', async () => {
+  it('stores chunks in slices through the writer while the event loop runs, and nothing is searchable before the document is ready', async () => {
     const { s } = await withDocument();
     let ticks = 0;
     let ticking = true;
     const count = () => { ticks++; if (ticking) setImmediate(count); };
     setImmediate(count);
     const done = s.knowledge.completeDocument('doc_1', chunks(40, 'quokka'), T1);
-    await tick();
-    await tick();
-    const midway = chunkRows(s.db, 'doc_1');
-    expect(midway).toBeGreaterThan(0);
+    let midway = 0;
+    while ((midway = chunkRows(s.db, 'doc_1')) === 0) await tick();
     expect(midway).toBeLessThan(40);
     expect((await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1'))?.status).toBe('processing');
     expect(await s.knowledge.search('org_A', ['kb_1'], 'quokka', 50)).toEqual([]);
     expect(await done).toBe(true);
     ticking = false;
-    // With a budget of 0 ms each slice stores one chunk: 40 slices, a yield after each.
+    // One chunk per slice here: 40 slices, each awaited, and the event loop turned between them.
     expect(ticks).toBeGreaterThanOrEqual(40);
     expect(chunkRows(s.db, 'doc_1')).toBe(40);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'quokka', 50)).toHaveLength(40);
     expect(await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1')).toMatchObject({ status: 'ready', chunk_count: 40 });
   });
 
+  it('slices by chunk count and by characters: a slice never holds more than the configured chunks', async () => {
+    const { s } = await withDocument({ chunkSliceChunks: 5 });
+    const seen: number[] = [];
+    let last = 0;
+    const done = s.knowledge.completeDocument('doc_1', chunks(23, 'wombat'), T1);
+    let settled = false;
+    void done.finally(() => { settled = true; });
+    while (!settled) {
+      const n = chunkRows(s.db, 'doc_1');
+      if (n !== last) { seen.push(n - last); last = n; }
+      await tick();
+    }
+    expect(await done).toBe(true);
+    expect(seen.reduce((a, b) => a + b, 0)).toBe(23);
+    expect(Math.max(...seen)).toBeLessThanOrEqual(5);
+    expect(() => store(tempDir(), { chunkSliceChunks: 0 })).toThrow(/chunkSliceChunks must be an integer >= 1/);
+  });
+
   it('a crash part-way leaves the document processing with partial chunks; the next attempt replaces them', async () => {
     const { dir, s } = await withDocument();
     const interrupted = s.knowledge.completeDocument('doc_1', chunks(30, 'numbat'), T1);
-    await tick();
-    await tick();
+    while (chunkRows(s.db, 'doc_1') === 0) await tick();
     await s.close();
     await expect(interrupted).rejects.toThrow();
 

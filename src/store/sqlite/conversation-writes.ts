@@ -7,6 +7,7 @@ import type Database from 'better-sqlite3';
 import { newId } from '../../ids/ids.js';
 import type { ConversationRecord, ConversationStatus, InterruptedTurn, MessageRecord, OutboxEvent } from '../records.js';
 import type { TurnError } from '../../vocabulary/turn.js';
+import { KNOWLEDGE_WRITES } from './knowledge-writes.js';
 import { countUsage, OUTBOX_WRITES, writeOutbox } from './outbox-writes.js';
 import { toJson } from './rows.js';
 
@@ -63,10 +64,12 @@ function countReply(db: Database.Database, rec: MessageRecord): OutboxEvent[] {
 
 /**
  * The write operations, by name. Arguments and results are structured-cloneable. `events` (optional) go
- * to the outbox in the same savepoint as the change (src/store/sqlite/outbox-writes.ts).
+ * to the outbox in the same savepoint as the change (src/store/sqlite/outbox-writes.ts). Webhook writes
+ * (OUTBOX_WRITES) and the chunk-storing writes of knowledge ingestion (KNOWLEDGE_WRITES) go the same way.
  */
 export const CONVERSATION_WRITES = {
   ...OUTBOX_WRITES,
+  ...KNOWLEDGE_WRITES,
   /** Inserts a conversation. */
   createConversation(db: Database.Database, c: ConversationRecord): void {
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);

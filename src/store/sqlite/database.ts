@@ -226,20 +226,3 @@ function migrate(db: Database.Database): void {
     })();
   }
 }
-
-/**
- * Runs `fn` (which commits a transaction of its own) with `synchronous = NORMAL`, then restores
- * `configured`. In WAL mode a NORMAL commit is atomic and consistent but not fsynced: power loss may drop
- * it, never corrupt the database. Meant for intermediate steps whose loss is harmless and that a later
- * commit at the configured level makes durable anyway: that commit's fsync of the WAL covers every frame
- * written before it (https://www.sqlite.org/pragma.html#pragma_synchronous, https://www.sqlite.org/wal.html).
- */
-export function withRelaxedSync<T>(db: Database.Database, configured: SqliteSync, fn: () => T): T {
-  if (configured === 'NORMAL') return fn();
-  db.pragma('synchronous = NORMAL');
-  try {
-    return fn();
-  } finally {
-    db.pragma(`synchronous = ${configured}`);
-  }
-}

@@ -1,30 +1,29 @@
 import type Database from 'better-sqlite3';
-import { newId } from '../../ids/ids.js';
 import type { KnowledgePort } from '../ports.js';
 import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, NewChunk, OutboxEvent, PendingDocument } from '../records.js';
 import { writeOutbox } from './outbox-writes.js';
 import { NewestFirstList, toPage } from './pagination.js';
-import { withRelaxedSync, type SqliteSync } from './database.js';
-import { FtsMerger } from './fts-merge.js';
+import type { ConversationWriter } from './writer.js';
 import type { Row } from './rows.js';
 import { toFtsQuery } from './search-query.js';
 
 /**
- * Default work budget of one chunk-storing slice, ms. About 4 ms of inserts (≈20-40 chunks with their
- * FTS rows on this machine) then a yield to the event loop, so a large document does not stall streams,
- * timers or /healthz. Each slice is its own transaction.
+ * Default size of one chunk-storing slice: at most this many chunks (and {@link SLICE_CHARS} characters of
+ * text) go to the writer in one write. Measured on the Node.js docs: about 60 us a chunk with its FTS row,
+ * so a slice holds the writer for 2-4 ms and a chat write queued behind it waits no longer than that.
  */
-export const DEFAULT_CHUNK_SLICE_MS = 4;
+export const DEFAULT_CHUNK_SLICE_CHUNKS = 64;
 
-/** Leftover chunks deleted per statement while a document's earlier attempt is cleared. */
-const CLEAR_BATCH = 256;
+/** Most characters of chunk text in one slice (a slice of very long chunks is cut short). */
+const SLICE_CHARS = 96_000;
+
+/** Budget of one `ftsMerge` write, ms. */
+const MERGE_BUDGET_MS = 4;
 
 /** Options of the SQLite knowledge port. */
 export interface KnowledgeOptions {
-  /** The connection's `synchronous` level (default FULL); intermediate chunk slices commit at NORMAL. */
-  sync?: SqliteSync;
-  /** Work budget of one completeDocument slice, ms (default DEFAULT_CHUNK_SLICE_MS); 0 = one unit of work per slice. */
-  chunkSliceMs?: number;
+  /** Most chunks stored per slice, an integer >= 1 (default DEFAULT_CHUNK_SLICE_CHUNKS); tests use 1. */
+  chunkSliceChunks?: number;
 }
 
 function knowledgeBaseFromRow(r: Row): KnowledgeBaseRecord {
@@ -49,26 +48,27 @@ function sourceFromRow(content: unknown, isText: unknown): Uint8Array | string |
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
 }
 
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 /**
  * KnowledgePort on SQLite: tables `knowledge_bases`, `documents`, `document_sources` (the raw upload,
  * deleted with its document), `chunks` with the FTS5 index `chunks_fts` (external content: rows inserted
- * here next to each chunk, deleted by the `chunks_ad` trigger).
+ * next to each chunk, deleted by the `chunks_ad` trigger).
  *
- * completeDocument stores chunks in slices (each its own transaction, `chunkSliceMs` of work, then a
- * setImmediate yield): the first slices set the document back to `processing` and delete chunks left by
- * an earlier attempt, the next insert the new chunks, and the last one marks the document `ready` with
- * its chunk_count. search() joins `documents` and returns chunks of `ready` documents only, so chunks of a
+ * completeDocument stores chunks through `writer` (the SQLite writer thread by default, see
+ * src/store/sqlite/writer.ts), one write per slice (src/store/sqlite/knowledge-writes.ts), each awaited
+ * before the next, so chat writes issued meanwhile commit between slices and the FTS5 work never runs
+ * on the event loop: chunksPrepare sets the document back to `processing` and deletes chunks left by an
+ * earlier attempt, chunksInsert stores slices of {@link DEFAULT_CHUNK_SLICE_CHUNKS} chunks, chunksReady
+ * marks it `ready` with its chunk_count and events; then ftsMerge writes merge the index in the
+ * background. search() joins `documents` and returns chunks of `ready` documents only, so chunks of a
  * document being stored are never visible. Calls for the same document id run one after the other.
  *
- * Every transaction here is BEGIN IMMEDIATE: the conversation writes may commit from the writer thread
- * (src/store/sqlite/writer.ts), and a deferred transaction that read before writing would then fail with
- * SQLITE_BUSY_SNAPSHOT instead of waiting for the lock (https://www.sqlite.org/lang_transaction.html).
+ * The other writes here run on the main thread's connection as BEGIN IMMEDIATE transactions: a deferred
+ * transaction that read before writing would fail with SQLITE_BUSY_SNAPSHOT when the writer thread
+ * committed in between, instead of waiting for the lock (https://www.sqlite.org/lang_transaction.html).
  */
-export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = {}): KnowledgePort & { stop(): void } {
-  const sliceMs = opts.chunkSliceMs ?? DEFAULT_CHUNK_SLICE_MS;
-  const sync = opts.sync ?? 'FULL';
+export function createKnowledge(db: Database.Database, writer: ConversationWriter, opts: KnowledgeOptions = {}): KnowledgePort & { stop(): void } {
+  const sliceChunks = opts.chunkSliceChunks ?? DEFAULT_CHUNK_SLICE_CHUNKS;
+  if (!Number.isInteger(sliceChunks) || sliceChunks < 1) throw new RangeError(`chunkSliceChunks must be an integer >= 1, got ${String(sliceChunks)}`);
   const sql = {
     insertBase: db.prepare('INSERT INTO knowledge_bases (id, org_id, name, created_at) VALUES (?, ?, ?, ?)'),
     baseById: db.prepare('SELECT * FROM knowledge_bases WHERE org_id = ? AND id = ?'),
@@ -78,18 +78,10 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     insertSource: db.prepare('INSERT INTO document_sources (doc_id, content, is_text) VALUES (?, ?, ?)'),
     documentById: db.prepare('SELECT * FROM documents WHERE org_id = ? AND kb_id = ? AND id = ?'),
-    documentForChunks: db.prepare('SELECT org_id, kb_id, title FROM documents WHERE id = ?'),
     pending: db.prepare(
       `SELECT d.*, s.content AS source_content, s.is_text AS source_is_text
        FROM documents d LEFT JOIN document_sources s ON s.doc_id = d.id
        WHERE d.status = 'processing' ORDER BY d.created_at, d.id`),
-    restart: db.prepare(`UPDATE documents SET status = 'processing', error = NULL WHERE id = ? AND status <> 'processing'`),
-    clearBatch: db.prepare(`DELETE FROM chunks WHERE rowid IN (SELECT rowid FROM chunks WHERE doc_id = ? LIMIT ${CLEAR_BATCH})`),
-    insertChunk: db.prepare(
-      'INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-    // Migration 8: no insert trigger; every chunk insert is followed by this one, in the same transaction.
-    insertChunkFts: db.prepare('INSERT INTO chunks_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)'),
-    markReady: db.prepare(`UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, updated_at = ? WHERE id = ?`),
     markFailed: db.prepare(`UPDATE documents SET status = 'failed', error = ?, updated_at = ? WHERE id = ?`),
     deleteDocument: db.prepare('DELETE FROM documents WHERE org_id = ? AND kb_id = ? AND id = ?'),
     deleteChunks: db.prepare('DELETE FROM chunks WHERE doc_id = ?'),
@@ -110,65 +102,46 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
     sql.deleteChunks.run(id);
     return true;
   });
-  const relax = <T>(fn: () => T): T => withRelaxedSync(db, sync, fn);
-  const merger = new FtsMerger(db, relax);
+  /** The background merge run, if one is going; a second request while it runs just extends it. */
+  let merging: Promise<void> | undefined;
+  let mergeAgain = false;
+  let stopped = false;
+  /** Merges the FTS index through the writer until nothing is left (after a document is completed or deleted). */
+  const drain = (): void => {
+    if (merging !== undefined) { mergeAgain = true; return; }
+    merging = (async () => {
+      do {
+        mergeAgain = false;
+        while (!stopped && (await writer.run('ftsMerge', { budgetMs: MERGE_BUDGET_MS })));
+      } while (mergeAgain && !stopped);
+    })()
+      .catch(() => { /* the store is closing, or a merge failed: crisismerge still bounds the index, the next write drains again */ })
+      .finally(() => { merging = undefined; });
+  };
 
-  /** Where a completeDocument run stands between slices. */
-  interface Progress { restarted: boolean; cleared: boolean; next: number }
-
-  /**
-   * One slice of storing a document's chunks (its own transaction): at least one unit of work (the status
-   * reset, a batch of leftover deletes, or one insert) and more while three quarters of `sliceMs` last,
-   * then merge steps of the FTS index for the rest. 'stored' once every chunk is in. 'gone' when the
-   * document no longer exists.
-   */
-  const storeSlice = db.transaction((id: string, chunks: NewChunk[], p: Progress): 'gone' | 'more' | 'stored' => {
-    const doc = sql.documentForChunks.get(id) as { org_id: string; kb_id: string; title: string } | undefined;
-    if (!doc) return 'gone';
-    const start = performance.now();
-    const workUntil = start + sliceMs * 0.75;
-    if (!p.restarted) { sql.restart.run(id); p.restarted = true; }
-    while (!p.cleared) {
-      if (sql.clearBatch.run(id).changes < CLEAR_BATCH) p.cleared = true;
-      if (performance.now() >= workUntil) break;
-    }
-    if (p.cleared) {
-      while (p.next < chunks.length) {
-        const c = chunks[p.next]!;
-        const { lastInsertRowid } = sql.insertChunk.run(newId('chk'), id, doc.kb_id, doc.org_id, c.ord, doc.title, c.heading, c.text, c.page ?? null);
-        sql.insertChunkFts.run(lastInsertRowid, doc.title, c.heading, c.text);
-        p.next++;
-        if (performance.now() >= workUntil) break;
-      }
-    }
-    merger.step(start + sliceMs);
-    return p.cleared && p.next === chunks.length ? 'stored' : 'more';
-  });
-
-  /** The last slice, at the configured sync level: its commit makes the earlier (relaxed) slices durable too. */
-  const readySlice = db.transaction((id: string, count: number, at: string, events: OutboxEvent[] | undefined): boolean => {
-    if (sql.markReady.run(count, at, id).changes === 0) return false;
-    writeOutbox(db, events);
-    return true;
-  });
   const failed = db.transaction((id: string, error: string, at: string, events: OutboxEvent[] | undefined): void => {
     sql.markFailed.run(error, at, id);
     writeOutbox(db, events);
   });
 
   async function completeInSlices(id: string, chunks: NewChunk[], at: string, events: OutboxEvent[] | undefined): Promise<boolean> {
-    // A slice that throws rolls its transaction back and rejects the call; what earlier slices stored stays
-    // (the document is still `processing`, so none of it is searchable) until the next call replaces it.
-    const progress: Progress = { restarted: false, cleared: false, next: 0 };
+    // A slice that fails rejects the call; what earlier slices stored stays (the document is still
+    // `processing`, so none of it is searchable) until the next call replaces it.
     for (;;) {
-      const state = relax(() => storeSlice.immediate(id, chunks, progress));
+      const state = await writer.run('chunksPrepare', { id });
       if (state === 'gone') return false;
-      await yieldToEventLoop();
-      if (state === 'stored') break;
+      if (state === 'cleared') break;
     }
-    if (!readySlice.immediate(id, chunks.length, at, events)) return false;
+    for (let next = 0; next < chunks.length;) {
+      let end = next + 1;
+      let chars = chunks[next]!.text.length;
+      while (end < chunks.length && end - next < sliceChunks && chars + chunks[end]!.text.length <= SLICE_CHARS) chars += chunks[end++]!.text.length;
+      if ((await writer.run('chunksInsert', { id, chunks: chunks.slice(next, end) })) === 'gone') return false;
+      next = end;
+    }
+    if (!(await writer.run('chunksReady', { id, count: chunks.length, at, events }))) return false;
     // Index housekeeping left over from the inserts: in the background, it does not change what is stored.
-    merger.drain(sliceMs).catch(() => { /* crisismerge still bounds the index; the next write drains again */ });
+    drain();
     return true;
   }
 
@@ -178,7 +151,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
   return {
     /** Stops background index merging (the store is closing). */
     stop() {
-      merger.stop();
+      stopped = true;
     },
     async createBase(kb) {
       sql.insertBase.run(kb.id, kb.org_id, kb.name, kb.created_at);
@@ -223,7 +196,7 @@ export function createKnowledge(db: Database.Database, opts: KnowledgeOptions = 
     },
     async deleteDocument(orgId, kbId, id) {
       const deleted = deleteDocument.immediate(orgId, kbId, id);
-      if (deleted) merger.drain(sliceMs).catch(() => { /* as in completeInSlices */ });
+      if (deleted) drain();
       return deleted;
     },
     async search(orgId, kbIds, query, k): Promise<ChunkHit[]> {

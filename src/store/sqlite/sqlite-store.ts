@@ -20,8 +20,8 @@ import { createUsage, createWebhooks } from './webhooks.js';
 export interface SqliteStoreOptions {
   /** `PRAGMA synchronous` (default FULL: every commit survives power loss). */
   sync?: SqliteSync;
-  /** Work budget of one completeDocument slice, ms (default 4; see src/store/sqlite/knowledge.ts). */
-  chunkSliceMs?: number;
+  /** Most chunks per completeDocument slice (default 64; see src/store/sqlite/knowledge.ts). */
+  chunkSliceChunks?: number;
   /**
    * Where conversation and message writes commit (default `worker`): a writer thread with its own
    * connection, so their fsyncs and the WAL checkpoints never block the event loop; or `main`.
@@ -33,8 +33,8 @@ export interface SqliteStoreOptions {
  * The embedded store: one SQLite file `<dataDir>/parley.db` (WAL), opened and migrated by openDatabase(),
  * one module per port. better-sqlite3 is synchronous, so every method has completed its write (durable
  * per `sync`) before its promise resolves; conversation and message writes are group-committed (one
- * transaction per event-loop turn, see GroupCommit); a document's chunks are stored in time-bounded
- * slices (see createKnowledge). `db` is the connection itself, for the composition root and tests.
+ * transaction per event-loop turn, see GroupCommit), and so are a document's chunks, in slices (see
+ * createKnowledge). `db` is the connection itself, for the composition root and tests.
  * Throws what openDatabase() throws.
  */
 export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}): Store & { db: Database.Database } {
@@ -42,7 +42,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
   const file = join(dataDir, 'parley.db');
   const db = openDatabase(file, sync);
   const writer = (opts.writer ?? 'worker') === 'worker' ? createWorkerWriter(file, sync) : createMainThreadWriter(db);
-  const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, { sync, chunkSliceMs: opts.chunkSliceMs });
+  const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, writer, { chunkSliceChunks: opts.chunkSliceChunks });
   const ping = db.prepare('SELECT 1');
   return {
     kind: 'sqlite',

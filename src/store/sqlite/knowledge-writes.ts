@@ -1,0 +1,84 @@
+/**
+ * The writes that store a document's chunks, as plain functions of a connection and structured-cloneable
+ * arguments (like src/store/sqlite/conversation-writes.ts, whose table includes these): they run in the
+ * SQLite writer thread (src/store/sqlite/writer.worker.ts) by default, so the FTS5 indexing of an upload
+ * and its commits never hold up the event loop that streams tokens. Each runs inside the caller's
+ * transaction and savepoint (src/store/sqlite/group-commit.ts); src/store/sqlite/knowledge.ts drives them
+ * one slice at a time, so conversation writes queued meanwhile commit in between.
+ */
+import type Database from 'better-sqlite3';
+import { newId } from '../../ids/ids.js';
+import type { NewChunk, OutboxEvent } from '../records.js';
+import { FtsMerger } from './fts-merge.js';
+import { writeOutbox } from './outbox-writes.js';
+
+/** Leftover chunks deleted by one chunksPrepare call while a document's earlier attempt is cleared. */
+export const CLEAR_BATCH = 256;
+
+type Statements = ReturnType<typeof prepare>;
+const cache = new WeakMap<Database.Database, Statements>();
+
+function prepare(db: Database.Database) {
+  return {
+    documentForChunks: db.prepare('SELECT org_id, kb_id, title FROM documents WHERE id = ?'),
+    restart: db.prepare(`UPDATE documents SET status = 'processing', error = NULL WHERE id = ? AND status <> 'processing'`),
+    clearBatch: db.prepare(`DELETE FROM chunks WHERE rowid IN (SELECT rowid FROM chunks WHERE doc_id = ? LIMIT ${CLEAR_BATCH})`),
+    insertChunk: db.prepare(
+      'INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    // Migration 8: no insert trigger; every chunk insert is followed by this one, in the same savepoint.
+    insertChunkFts: db.prepare('INSERT INTO chunks_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)'),
+    markReady: db.prepare(`UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, updated_at = ? WHERE id = ?`),
+    merger: new FtsMerger(db),
+  };
+}
+
+function statements(db: Database.Database): Statements {
+  let s = cache.get(db);
+  if (s === undefined) {
+    s = prepare(db);
+    cache.set(db, s);
+  }
+  return s;
+}
+
+/** The chunk-storing writes, by name (spread into CONVERSATION_WRITES). */
+export const KNOWLEDGE_WRITES = {
+  /**
+   * Starts (or continues) storing document `id`: sets it back to `processing` and deletes up to
+   * {@link CLEAR_BATCH} chunks left by an earlier attempt. 'cleared' when none are left, 'more' when the
+   * caller must call again, 'gone' when the document no longer exists.
+   */
+  chunksPrepare(db: Database.Database, args: { id: string }): 'gone' | 'more' | 'cleared' {
+    const sql = statements(db);
+    if (sql.documentForChunks.get(args.id) === undefined) return 'gone';
+    sql.restart.run(args.id);
+    return sql.clearBatch.run(args.id).changes < CLEAR_BATCH ? 'cleared' : 'more';
+  },
+  /**
+   * Inserts `chunks` of document `id` with their FTS rows (the chunks carry the document's knowledge base,
+   * organization and title). 'stored', or 'gone' (nothing written) when the document no longer exists.
+   */
+  chunksInsert(db: Database.Database, args: { id: string; chunks: NewChunk[] }): 'gone' | 'stored' {
+    const sql = statements(db);
+    const doc = sql.documentForChunks.get(args.id) as { org_id: string; kb_id: string; title: string } | undefined;
+    if (doc === undefined) return 'gone';
+    for (const c of args.chunks) {
+      const { lastInsertRowid } = sql.insertChunk.run(newId('chk'), args.id, doc.kb_id, doc.org_id, c.ord, doc.title, c.heading, c.text, c.page ?? null);
+      sql.insertChunkFts.run(lastInsertRowid, doc.title, c.heading, c.text);
+    }
+    return 'stored';
+  },
+  /** Marks document `id` ready with `count` chunks, with its events (document.ready); false when it is gone. */
+  chunksReady(db: Database.Database, args: { id: string; count: number; at: string; events?: OutboxEvent[] | undefined }): boolean {
+    if (statements(db).markReady.run(args.count, args.at, args.id).changes === 0) return false;
+    writeOutbox(db, args.events);
+    return true;
+  },
+  /**
+   * Merges the FTS index for about `budgetMs` (at least one merge step, src/store/sqlite/fts-merge.ts);
+   * true when more merging is left.
+   */
+  ftsMerge(db: Database.Database, args: { budgetMs: number }): boolean {
+    return statements(db).merger.step(performance.now() + args.budgetMs);
+  },
+} as const;
