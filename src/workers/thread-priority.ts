@@ -11,7 +11,7 @@ export const MAX_NICE = 19;
 export function currentThreadId(): number | null {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    return Number.isInteger(tid) && tid > 0 ? tid : null;
+    return tid > 0 ? tid : null; // NaN (an unexpected link) is not > 0
   } catch {
     return null;
   }
