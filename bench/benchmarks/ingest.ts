@@ -34,6 +34,9 @@ interface IngestRun {
   /** Inter-token gaps of builtin streams, ms: with no ingestion, and during this ingestion. */
   gapsIdle: Summary;
   gapsIngest: Summary;
+  /** Request to first token of those streams (builtin model: retrieval, then its first word), ms. */
+  firstTokenIdle: Summary;
+  firstTokenIngest: Summary;
 }
 
 /** Word delay of the builtin model in the gap probe, ms: the idle gap is about this. */
@@ -53,9 +56,11 @@ async function createKnowledgeBase(url: string, apiKey: string, name: string): P
   return body.id;
 }
 
-async function streamGaps(url: string, apiKey: string, agentId: string, stop: () => boolean): Promise<number[]> {
+async function streamGaps(url: string, apiKey: string, agentId: string, stop: () => boolean): Promise<{ gaps: number[]; firstTokens: number[] }> {
   const gaps: number[] = [];
+  const firstTokens: number[] = [];
   while (!stop()) {
+    const sent = performance.now();
     const res = await fetch(`${url}/v1/agents/${agentId}/chat`, {
       method: 'POST',
       headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
@@ -69,13 +74,14 @@ async function streamGaps(url: string, apiKey: string, agentId: string, stop: ()
         if (type !== 'token') return;
         const now = performance.now();
         if (Number.isFinite(last)) gaps.push(now - last);
+        else firstTokens.push(now - sent);
         last = now;
       },
     });
     const decoder = new TextDecoder();
     for await (const chunk of res.body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
   }
-  return gaps;
+  return { gaps, firstTokens };
 }
 
 function passLabel(pass: 1 | 2): string {
@@ -114,7 +120,7 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
       if (agentRes.status !== 201 || !agentId) throw new Error(`gap probe agent: ${agentRes.status}`);
       // Idle: streams alone.
       const idleUntil = performance.now() + idleS * 1000;
-      const gapsIdle = await streamGaps(parley.url, parley.apiKey, agentId, () => performance.now() >= idleUntil);
+      const idle = await streamGaps(parley.url, parley.apiKey, agentId, () => performance.now() >= idleUntil);
 
       // Pass 1 starts with cold workers (none running yet: they start with the first document); pass 2
       // uploads the same corpus into a second knowledge base on the same server, workers warm, which is
@@ -157,11 +163,12 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
         const wallS = (performance.now() - start) / 1000;
         const cpu = meter.stop();
         ingesting = false;
-        const gapsIngest = await probe;
+        const during = await probe;
         const run: IngestRun = {
           workers, pass, documents: docs.length, bytes, wallS, uploadS, mbPerS: bytes / 1e6 / wallS, docsPerS: docs.length / wallS,
           failed, notReady: pending.size, serverCpuS: cpu.cpuS.server ?? Number.NaN,
-          gapsIdle: summarize(gapsIdle), gapsIngest: summarize(gapsIngest),
+          gapsIdle: summarize(idle.gaps), gapsIngest: summarize(during.gaps),
+          firstTokenIdle: summarize(idle.firstTokens), firstTokenIngest: summarize(during.firstTokens),
         };
         runs.push(run);
         ctx.log(`  pass ${pass}: ${wallS.toFixed(2)} s: ${run.mbPerS.toFixed(2)} MB/s, ${run.docsPerS.toFixed(1)} docs/s, server CPU ${run.serverCpuS.toFixed(2)} s, failed ${failed}, not ready ${pending.size}`);
@@ -180,6 +187,10 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
     { bench: 'ingest', metric: `${r.workers} worker(s) inter-token gap p99, idle`, unit: 'ms', better: 'lower' as const, parley: r.gapsIdle.p99, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) inter-token gap p99, during ingestion`, unit: 'ms', better: 'lower' as const, parley: r.gapsIngest.p99, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) gap p99 ratio, ingesting / idle (target <= 2)`, unit: 'x', better: 'lower' as const, parley: r.gapsIngest.p99 / r.gapsIdle.p99, baseline: null, direct: null },
+    { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p50, idle`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIdle.p50, baseline: null, direct: null },
+    { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p50, during ingestion`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIngest.p50, baseline: null, direct: null },
+    { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p99, idle`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIdle.p99, baseline: null, direct: null },
+    { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p99, during ingestion`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIngest.p99, baseline: null, direct: null },
   ]));
   return {
     name: 'ingest', rows, config, results: { runs },
