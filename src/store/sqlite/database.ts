@@ -177,6 +177,13 @@ export const MIGRATIONS: readonly string[] = [
   `
   DROP TRIGGER chunks_ai;
   `,
+  // 9: optional embeddings (docs/knowledge-bases.md "Embeddings (optional)"): a chunk's vector as
+  // little-endian float32 bytes and the name of the model that made it; NULL for chunks stored without
+  // embeddings (every chunk stored before), which vector search skips.
+  `
+  ALTER TABLE chunks ADD COLUMN embedding BLOB;
+  ALTER TABLE chunks ADD COLUMN embedding_model TEXT;
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */
