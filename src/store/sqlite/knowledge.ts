@@ -249,11 +249,13 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       if (page === undefined) {
         // Pages by rowid: each page is its own short read, so the writer thread commits between pages and
         // no statement stays open across the awaits (better-sqlite3 allows none while one iterates).
+        // Raw rows ([rowid, embedding]): no object per row. (A `doc_id IN (ready documents)` subquery
+        // instead of the join measured about 2x slower: it is built again for every page.)
         page = db.prepare(
-          `SELECT c.rowid AS rowid, c.embedding AS embedding FROM chunks c JOIN documents d ON d.id = c.doc_id
+          `SELECT c.rowid, c.embedding FROM chunks c JOIN documents d ON d.id = c.doc_id
            WHERE c.rowid > ? AND c.org_id = ? AND c.kb_id IN (${kbIds.map(() => '?').join(', ')})
              AND c.embedding_model = ? AND d.status = 'ready'
-           ORDER BY c.rowid LIMIT ${VECTOR_PAGE_ROWS}`);
+           ORDER BY c.rowid LIMIT ${VECTOR_PAGE_ROWS}`).raw(true);
         if (kbIds.length <= 32) vectorPages.set(kbIds.length, page);
       }
       const best = new TopK<number>(k);
@@ -261,12 +263,12 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       let after = 0;
       let sliceStart = performance.now();
       for (;;) {
-        const rows = page.all(after, orgId, ...kbIds, model) as Array<{ rowid: number; embedding: Buffer | null }>;
-        for (const r of rows) {
-          if (r.embedding !== null && r.embedding.byteLength === bytes) best.offer(r.rowid, cosine(query, bytesToVector(r.embedding), queryNorm));
+        const rows = page.all(after, orgId, ...kbIds, model) as Array<[number, Buffer | null]>;
+        for (const [rowid, embedding] of rows) {
+          if (embedding !== null && embedding.byteLength === bytes) best.offer(rowid, cosine(query, bytesToVector(embedding), queryNorm));
         }
         if (rows.length < VECTOR_PAGE_ROWS) break;
-        after = rows[rows.length - 1]!.rowid;
+        after = rows[rows.length - 1]![0];
         if (performance.now() - sliceStart >= vectorSliceMs) {
           await nextTurn();
           sliceStart = performance.now();
