@@ -22,8 +22,9 @@
  * - `mock-secret`: a reply holding an e-mail address and a card number; `mock-length`: two deltas,
  *   finish `length`; `mock-history`: one delta with the JSON of the `{role, content}` it received.
  *
- * `POST /v1/embeddings` (`{model, input: string | string[]}`) answers `{object: 'list', data: [{object:
- * 'embedding', index, embedding}], model, usage}` with deterministic vectors of {@link MOCK_EMBEDDING_DIMS}
+ * `POST /v1/embeddings` (`{model, input: string | string[], encoding_format?}`) answers `{object: 'list',
+ * data: [{object: 'embedding', index, embedding}], model, usage}` (each embedding an array of numbers, or a
+ * base64 string of little-endian float32 when `encoding_format` is `base64`) with deterministic vectors of {@link MOCK_EMBEDDING_DIMS}
  * dimensions ({@link mockEmbedding}: a hashed bag of words, with a small synonym table so that texts that
  * share no word can still be near), and can be told to fail ({@link MockUpstream.failEmbeddings}).
  * Embeddings requests are kept in `embeddingRequests`, not in `requests`.
@@ -379,7 +380,11 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
     }
     sendJson(res, 200, {
       object: 'list',
-      data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: Array.from(mockEmbedding(text)) })),
+      data: inputs.map((text, index) => {
+        const v = mockEmbedding(text);
+        const embedding = body.encoding_format === 'base64' ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') : Array.from(v);
+        return { object: 'embedding', index, embedding };
+      }),
       model: body.model,
       usage: { prompt_tokens: inputs.reduce((n, t) => n + t.split(/\s+/).length, 0), total_tokens: inputs.reduce((n, t) => n + t.split(/\s+/).length, 0) },
     });

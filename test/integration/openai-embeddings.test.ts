@@ -68,7 +68,8 @@ describe('openai embeddings client', () => {
       expect(vectors.map((v) => v.constructor.name)).toEqual(['Float32Array', 'Float32Array', 'Float32Array']);
       expect(vectors.map((v) => [...v])).toEqual(inputs.map((t) => [...mockEmbedding(t)]));
       expect(mock.embeddingRequests).toHaveLength(1);
-      expect(mock.embeddingRequests[0]!.body).toEqual({ model: 'mock-embed', input: inputs });
+      // base64 asked for (and answered by the mock): the vectors come back exactly.
+      expect(mock.embeddingRequests[0]!.body).toEqual({ model: 'mock-embed', input: inputs, encoding_format: 'base64' });
       expect(mock.embeddingRequests[0]!.headers.authorization).toBe('Bearer sk-test-123');
       expect(await client.embed([])).toEqual([]);
       expect(mock.embeddingRequests).toHaveLength(1);
@@ -77,7 +78,7 @@ describe('openai embeddings client', () => {
     }
   });
 
-  it('orders vectors by the answer\'s index, and reads base64 float32 vectors', async () => {
+  it('orders vectors by the answer\'s index, and reads vectors as numbers (servers that ignore encoding_format) or base64', async () => {
     const client = createOpenAIEmbeddings({ baseUrl: rawUrl, model: 'm', timeoutMs: 5000 });
     try {
       const b64 = Buffer.from(new Float32Array([0.5, -2]).buffer).toString('base64');
@@ -85,7 +86,7 @@ describe('openai embeddings client', () => {
       const [a, b] = await client.embed(['first', 'second']);
       expect([...a!]).toEqual([0.5, -2]);
       expect([...b!]).toEqual([3, 4]);
-      expect(lastBody).toEqual({ model: 'm', input: ['first', 'second'] });
+      expect(lastBody).toEqual({ model: 'm', input: ['first', 'second'], encoding_format: 'base64' });
     } finally {
       await client.close();
     }

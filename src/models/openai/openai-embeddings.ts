@@ -1,6 +1,6 @@
 /**
- * Embeddings from an OpenAI-compatible endpoint: `POST {baseUrl}/embeddings` with `{model, input}`,
- * answered `{data: [{index, embedding}], usage}` (the OpenAI embeddings API shape, which vLLM, Ollama's
+ * Embeddings from an OpenAI-compatible endpoint: `POST {baseUrl}/embeddings` with `{model, input,
+ * encoding_format}`, answered `{data: [{index, embedding}], usage}` (the OpenAI embeddings API shape, which vLLM, Ollama's
  * /v1, llama.cpp's server, LM Studio and OpenRouter also speak). The same base URL and API key as the
  * chat provider (PARLEY_OPENAI_BASE_URL, PARLEY_OPENAI_API_KEY); docs/knowledge-bases.md "Embeddings
  * (optional)".
@@ -77,8 +77,11 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 const MAX_UPSTREAM_MESSAGE = 200;
 
 /**
- * Creates the client. Answers may carry each `embedding` as an array of numbers (what is asked for) or as
- * a base64 string of little-endian float32 (`encoding_format: "base64"`, which some servers send anyway).
+ * Creates the client. Requests ask for `encoding_format: "base64"` (each vector as a base64 string of
+ * little-endian float32, as the official OpenAI SDKs ask): the answer for 64 chunks of 1536 dimensions is
+ * then about 0.5 MB and parses in about 1 ms on the event loop, where the same vectors as JSON numbers are
+ * 2 MB and take about 12 ms (measured on the development machine). Servers that ignore the field (Ollama
+ * answers numbers) are read as well: each `embedding` may be a base64 string or an array of numbers.
  *
  * @throws TypeError synchronously when `baseUrl` is not an absolute http(s) URL, `model` is empty or `timeoutMs` is not positive.
  */
@@ -111,7 +114,7 @@ export function createOpenAIEmbeddings(opts: OpenAIEmbeddingsOptions): Embedding
     };
     try {
       const res = await pool.request({
-        method: 'POST', path, headers, body: JSON.stringify({ model: opts.model, input: inputs }), signal: abort.signal,
+        method: 'POST', path, headers, body: JSON.stringify({ model: opts.model, input: inputs, encoding_format: 'base64' }), signal: abort.signal,
       });
       const chunks: Buffer[] = [];
       let size = 0;
