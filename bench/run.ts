@@ -18,6 +18,7 @@ import { overload } from './benchmarks/overload.js';
 import { operatorPush } from './benchmarks/operator-push.js';
 import { answers } from './benchmarks/answers.js';
 import { webhooks } from './benchmarks/webhooks.js';
+import { vectorScan } from './benchmarks/vector-scan.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
@@ -34,6 +35,7 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   ingest,
   answers,
   webhooks,
+  'vector-scan': vectorScan,
 };
 
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]

@@ -4,6 +4,8 @@ import { PasswordHasher } from './auth/passwords.js';
 import type { Config } from './config/config.js';
 import { IngestionPool } from './knowledge/ingestion-pool.js';
 import { KnowledgeService } from './knowledge/knowledge-service.js';
+import { embedderFromConfig } from './knowledge/chunk-embedder.js';
+import { createKnowledgeSearch } from './knowledge/hybrid-search.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { Metrics } from './metrics/metrics.js';
 import { createModelRegistry } from './models/registry.js';
@@ -96,9 +98,13 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const models = createModelRegistry({
     openai: config.openai, modelTimeoutMs: config.modelTimeoutMs, builtinWordDelayMs: config.builtinWordDelayMs, tokens, logger,
   });
+  // Optional embeddings (PARLEY_EMBEDDINGS_MODEL): vectors at ingestion, and hybrid search per turn.
+  const embeddings = embedderFromConfig(config);
+  const embedder = embeddings?.embedder;
+  const search = createKnowledgeSearch({ knowledge: store.knowledge, embedder, logger });
   const pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, onError: (err) => logger.error({ err }, 'ingestion worker error') });
   const outbox = new Outbox();
-  const knowledge = new KnowledgeService(store, pool, bus, logger, outbox);
+  const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder);
   const agentDirectory = new AgentDirectory(store);
   const live = new LiveHub();
   // HTTP tools reach customers' endpoints only through the outbound guard (public addresses unless allowed).
@@ -107,7 +113,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     agents: agentDirectory, live, httpTools: { dispatcher: toolDispatcher, secrets: config.tools.secrets },
     store, models, tokens, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
-    retrievalK: config.retrievalK, turnReplayMs: config.turnReplayMs, admission: config.admission, lag: metrics.loop,
+    retrievalK: config.retrievalK, search, turnReplayMs: config.turnReplayMs, admission: config.admission, lag: metrics.loop,
     onFirstToken: (turn, t) => {
       const labels = { provider: turn.agent.model.provider };
       metrics.firstToken.observe(labels, t.firstTokenMs / 1000);
@@ -142,7 +148,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     members: new MemberService(store),
     agents: new AgentService(store, models, agentDirectory, live, { toolsAllowPrivate: config.tools.allowPrivate }),
     public: new PublicService(store, agentDirectory, chat, config.publicLimits),
-    knowledgeBases: new KnowledgeBaseService(store, knowledge),
+    knowledgeBases: new KnowledgeBaseService(store, knowledge, search),
     conversations: new ConversationService(store),
     health: new HealthService(store, () => chat.isDraining),
     webhooks: new WebhookService(store, dispatcher, outbox, config.webhooks.allowPrivate),
@@ -200,6 +206,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
         await pool.close();
         await toolDispatcher.close().catch(() => { /* already closed */ });
         await models.close();
+        await embeddings?.close();
         await tokens.close();
         await store.close();
         metrics.close();

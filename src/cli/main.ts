@@ -17,6 +17,7 @@ import { createSqliteStore } from '../store/sqlite/sqlite-store.js';
 import { EventBus } from '../events/event-bus.js';
 import { IngestionPool } from '../knowledge/ingestion-pool.js';
 import { KnowledgeService } from '../knowledge/knowledge-service.js';
+import { embedderFromConfig } from '../knowledge/chunk-embedder.js';
 import { createLogger } from '../log/logger.js';
 import { COMMANDS, exitCodeOf, usage, UsageError } from './commands.js';
 import { ImportUsageError, importFolder } from './kb-import.js';
@@ -72,6 +73,7 @@ export async function runCli(argv: string[]): Promise<number> {
   const store = createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: 'main' });
   const passwords = new PasswordHasher({ concurrency: 1, maxWaiting: 10 });
   let pool: IngestionPool | undefined;
+  let embeddings: ReturnType<typeof embedderFromConfig>;
   const print = (line: string) => { process.stdout.write(`${line}\n`); };
   try {
     const code = await command.run({
@@ -84,7 +86,9 @@ export async function runCli(argv: string[]): Promise<number> {
         pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, idleMs: 1000 });
         const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
         const bus = new EventBus((err) => logger.error({ err }, 'event listener failed'));
-        const knowledge = new KnowledgeService(store, pool, bus, logger);
+        // Chunks are embedded as the server would (PARLEY_EMBEDDINGS_MODEL), so imported documents take part in hybrid search.
+        embeddings = embedderFromConfig(config);
+        const knowledge = new KnowledgeService(store, pool, bus, logger, undefined, embeddings?.embedder);
         return importFolder(req, { store, knowledge, bus, progress: process.stderr, print });
       },
     }, opts);
@@ -99,6 +103,7 @@ export async function runCli(argv: string[]): Promise<number> {
     return 1;
   } finally {
     await pool?.close();
+    await embeddings?.close();
     await store.close();
   }
 }

@@ -26,6 +26,8 @@ const EnvSchema = z.object({
   PARLEY_OPENAI_API_KEY: z.string().optional(),
   PARLEY_OPENAI_CONNECTIONS: int(4096, 1, 100_000),
   PARLEY_MODEL_TIMEOUT_MS: int(60_000, 1),
+  PARLEY_EMBEDDINGS_MODEL: z.string().trim().min(1).optional(),
+  PARLEY_EMBEDDINGS_BATCH: int(64, 1, 2048),
   PARLEY_INGEST_WORKERS: int(defaultIngestWorkers(), 1, 64),
   PARLEY_INGEST_TIMEOUT_MS: int(60_000, 100, 3_600_000),
   PARLEY_INGEST_MEMORY_MB: int(512, 32, 16_384),
@@ -110,8 +112,14 @@ export interface Config {
   documentLimitBytes: number;
   /** Provider `openai`; `connections` caps concurrent upstream streams (one stream per keep-alive connection). */
   openai: { baseUrl: string; apiKey: string | undefined; connections: number } | undefined;
-  /** A model stream with no token for this long fails with model_timeout, ms. */
+  /** A model stream with no token for this long fails with model_timeout, ms. Also bounds one embeddings request. */
   modelTimeoutMs: number;
+  /**
+   * Optional embeddings (docs/knowledge-bases.md "Embeddings (optional)"): the embedding model of the
+   * `openai` provider (PARLEY_EMBEDDINGS_MODEL) and the chunks sent per embeddings request (1-2048).
+   * Undefined when no model is set: search is bm25 alone.
+   */
+  embeddings: { model: string; batch: number } | undefined;
   ingestWorkers: number;
   /** A document whose parse and chunking in the worker runs longer than this fails, ms. */
   ingestTimeoutMs: number;
@@ -200,6 +208,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error(`Invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  if (e.PARLEY_EMBEDDINGS_MODEL !== undefined && e.PARLEY_OPENAI_BASE_URL === undefined) {
+    throw new Error('Invalid configuration:\n  PARLEY_EMBEDDINGS_MODEL: needs PARLEY_OPENAI_BASE_URL (embeddings come from the OpenAI-compatible provider)');
+  }
   return Object.freeze({
     host: e.PARLEY_HOST,
     port: e.PARLEY_PORT,
@@ -213,6 +224,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ? { baseUrl: e.PARLEY_OPENAI_BASE_URL.replace(/\/+$/, ''), apiKey: e.PARLEY_OPENAI_API_KEY, connections: e.PARLEY_OPENAI_CONNECTIONS }
       : undefined,
     modelTimeoutMs: e.PARLEY_MODEL_TIMEOUT_MS,
+    embeddings: e.PARLEY_EMBEDDINGS_MODEL !== undefined ? { model: e.PARLEY_EMBEDDINGS_MODEL, batch: e.PARLEY_EMBEDDINGS_BATCH } : undefined,
     ingestWorkers: e.PARLEY_INGEST_WORKERS,
     ingestTimeoutMs: e.PARLEY_INGEST_TIMEOUT_MS,
     ingestMemoryMb: e.PARLEY_INGEST_MEMORY_MB,

@@ -5,6 +5,8 @@ import type { EventBus } from '../events/event-bus.js';
 import { Outbox } from '../events/outbox.js';
 import type { Store } from '../store/ports.js';
 import type { DocumentRecord, KnowledgeBaseRecord } from '../store/records.js';
+import type { NewChunk } from '../store/records.js';
+import { EmbeddingFailed, type ChunkEmbedder } from './chunk-embedder.js';
 import type { IngestionPool } from './ingestion-pool.js';
 import type { DocumentContentType } from './types.js';
 
@@ -19,6 +21,10 @@ export interface DocumentUpload {
  * Knowledge-base documents: records the upload as `processing`, hands parsing and chunking to the
  * worker pool, then stores the chunks (`ready`) or the reason (`failed`) and publishes
  * `document.ready` / `document.failed`. A bad document fails alone; the pool keeps serving.
+ *
+ * With an `embedder` (PARLEY_EMBEDDINGS_MODEL), the chunks are embedded between chunking and storing, in
+ * batches with retries (src/knowledge/chunk-embedder.ts); a document whose chunks cannot be embedded
+ * fails with `embedding failed: <reason>` (nothing of it is stored).
  */
 export class KnowledgeService {
   private readonly inflight = new Set<Promise<void>>();
@@ -30,6 +36,8 @@ export class KnowledgeService {
     private readonly logger: Logger,
     /** The webhook outbox: document.ready / document.failed are stored in the commit of the status. */
     private readonly outbox: Outbox = new Outbox(),
+    /** Embeds chunks at ingestion; without it chunks are stored without vectors (bm25 search only). */
+    private readonly embedder?: ChunkEmbedder,
   ) {}
 
   private failedEvents(doc: DocumentRecord, error: string, at: string) {
@@ -87,11 +95,21 @@ export class KnowledgeService {
       // The upload is stored already: its memory moves to the worker instead of being copied.
       const result = await this.pool.run({ title: upload.title, contentType: upload.contentType, content: upload.content }, { transfer: true });
       if (result.ok) {
+        let chunks: NewChunk[] = result.chunks;
+        if (this.embedder !== undefined) {
+          try {
+            chunks = await this.embedder.embedDocument(doc.title, result.chunks);
+          } catch (err) {
+            if (!(err instanceof EmbeddingFailed)) throw err;
+            this.logger.warn({ document_id: doc.id, reason: err.message }, 'embedding failed: the document fails');
+            throw new IngestFailure(`embedding failed: ${err.message}`);
+          }
+        }
         const at = new Date().toISOString();
         const events = this.outbox.events(doc.org_id, [{
-          type: 'document.ready', data: { document_id: doc.id, knowledge_base_id: doc.knowledge_base_id, title: doc.title, chunk_count: result.chunks.length },
+          type: 'document.ready', data: { document_id: doc.id, knowledge_base_id: doc.knowledge_base_id, title: doc.title, chunk_count: chunks.length },
         }], at);
-        const stored = await this.store.knowledge.completeDocument(doc.id, result.chunks, at, events);
+        const stored = await this.store.knowledge.completeDocument(doc.id, chunks, at, events);
         if (stored) {
           this.outbox.committed(events);
           this.logger.info({ document_id: doc.id, chunks: result.chunks.length, ms: Math.round(performance.now() - started) }, 'document ready');
@@ -101,8 +119,12 @@ export class KnowledgeService {
       }
       error = result.error;
     } catch (err) {
-      this.logger.error({ err, document_id: doc.id }, 'ingestion failed unexpectedly');
-      error = 'ingestion failed unexpectedly';
+      if (err instanceof IngestFailure) {
+        error = err.message;
+      } else {
+        this.logger.error({ err, document_id: doc.id }, 'ingestion failed unexpectedly');
+        error = 'ingestion failed unexpectedly';
+      }
     }
     try {
       const at = new Date().toISOString();
@@ -127,3 +149,6 @@ export class KnowledgeService {
     return kb;
   }
 }
+
+/** A document failure whose message is the document's `error` as it is. */
+class IngestFailure extends Error {}

@@ -46,6 +46,8 @@ export interface ChatServiceOptions {
   idleUnloadMs: number;
   maxToolSteps: number;
   retrievalK: number;
+  /** The knowledge search of turns (TurnRunnerDeps.search); default the store's bm25 search. */
+  search?: TurnRunnerDeps['search'];
   /** A finished turn stays replayable this long, ms. */
   turnReplayMs: number;
   /** Per-turn replay cap, characters (default 1 MiB). */
@@ -119,6 +121,7 @@ export class ChatService {
       ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
       ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
       ...(opts.httpTools ? { httpTools: opts.httpTools } : {}),
+      ...(opts.search ? { search: opts.search } : {}),
     };
     const turnLogic = createTurnRunLogic(runnerDeps);
     const logic = (opts.conversationLogic ?? conversationMachine).provide({ actors: { turn: turnLogic } });

@@ -212,6 +212,14 @@ export interface KnowledgePort {
    * `orgId`, best first, at most `k`. Returns [] for a query with no searchable words.
    */
   search(orgId: string, kbIds: string[], query: string, k: number): Promise<ChunkHit[]>;
+  /**
+   * Nearest chunks by cosine similarity to `query`, among the chunks of the `ready` documents of the given
+   * knowledge bases of `orgId` that have an embedding of `model` (chunks without one, or of another model
+   * or dimension, are skipped), best first, at most `k`; `score` is the cosine similarity in [-1, 1].
+   * A brute-force scan: adapters scan in pages and yield to the event loop between them, so a large
+   * scan never holds up other work for more than a few ms (docs/knowledge-bases.md gives its cost).
+   */
+  vectorSearch(orgId: string, kbIds: string[], model: string, query: Float32Array, k: number): Promise<ChunkHit[]>;
 }
 
 export interface ConversationsPort {

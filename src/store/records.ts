@@ -240,6 +240,17 @@ export interface NewChunk {
   text: string;
   /** 1-based page of a PDF chunk; null (or absent) for formats without pages. */
   page?: number | null;
+  /**
+   * The chunk's embedding and the model that made it (docs/knowledge-bases.md "Embeddings (optional)");
+   * absent or null when embeddings are off. Only chunks of the same model are compared by vectorSearch.
+   */
+  embedding?: ChunkEmbedding | null;
+}
+
+/** An embedding vector and the name of the model that computed it. */
+export interface ChunkEmbedding {
+  model: string;
+  vector: Float32Array;
 }
 
 /** A search hit: one chunk with its document's title; `score` is higher-is-better (bm25, sign flipped). */

@@ -30,11 +30,12 @@ export interface ToolOutcome {
 }
 
 /**
- * Runs `search_knowledge` with the model's raw JSON `args` over the agent's knowledge bases. Bad
+ * Runs `search_knowledge` with the model's raw JSON `args` over the agent's knowledge bases, through
+ * `knowledge.search` (the store's bm25, or the hybrid search of src/knowledge/hybrid-search.ts). Bad
  * arguments are a tool error the model can read (`is_error: true`), never a thrown error.
  */
 export async function runSearchKnowledge(
-  knowledge: KnowledgePort, orgId: string, kbIds: string[], rawArgs: string,
+  knowledge: Pick<KnowledgePort, 'search'>, orgId: string, kbIds: string[], rawArgs: string,
 ): Promise<ToolOutcome> {
   let parsed: unknown;
   try { parsed = JSON.parse(rawArgs || '{}'); } catch {

@@ -796,6 +796,62 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
       });
     });
 
+    describe('vector search', () => {
+      const M = 'embed-test';
+      const vec = (...xs: number[]) => new Float32Array(xs);
+      const emb = (ord: number, text: string, vector: Float32Array, model = M): NewChunk => ({ ord, heading: '', text, embedding: { model, vector } });
+
+      beforeEach(async () => {
+        await store.knowledge.createBase(base('kb_1'));
+        await store.knowledge.createBase(base('kb_2'));
+        await store.knowledge.createBase(base('kb_9', ORG_B));
+        await store.knowledge.createDocument(doc('doc_a', 'kb_1', ORG_A, T0, 'Vectors'), 'x');
+        await store.knowledge.completeDocument('doc_a', [
+          emb(0, 'east', vec(1, 0, 0)),
+          emb(1, 'north-east', vec(1, 1, 0)),
+          emb(2, 'north', vec(0, 2, 0)),
+          emb(3, 'west', vec(-1, 0, 0)),
+          { ord: 4, heading: '', text: 'no embedding' },
+          emb(5, 'other model', vec(1, 0, 0), 'another-model'),
+          emb(6, 'other dimension', vec(1, 0, 0, 0)),
+        ], T1);
+        await store.knowledge.createDocument(doc('doc_b', 'kb_2', ORG_A, T0, 'Elsewhere'), 'x');
+        await store.knowledge.completeDocument('doc_b', [emb(0, 'east in kb_2', vec(1, 0, 0))], T1);
+        await store.knowledge.createDocument(doc('doc_c', 'kb_9', ORG_B, T0, 'Foreign'), 'x');
+        await store.knowledge.completeDocument('doc_c', [emb(0, 'east of another org', vec(1, 0, 0))], T1);
+      });
+
+      it('ranks by cosine similarity (not by length) and skips chunks without an embedding of that model and dimension', async () => {
+        const hits = await store.knowledge.vectorSearch(ORG_A, ['kb_1'], M, vec(2, 0.1, 0), 10);
+        expect(hits.map((h) => h.text)).toEqual(['east', 'north-east', 'north', 'west']);
+        expect(hits[0]).toMatchObject({ document_id: 'doc_a', title: 'Vectors', heading: '', page: null });
+        expect(hits[0]!.score).toBeCloseTo(2 / Math.sqrt(4.01), 5);
+        expect(hits[1]!.score).toBeCloseTo(2.1 / (Math.sqrt(4.01) * Math.SQRT2), 5);
+        expect(hits[3]!.score).toBeCloseTo(-2 / Math.sqrt(4.01), 5);
+        expect((await store.knowledge.vectorSearch(ORG_A, ['kb_1'], 'another-model', vec(0, 1, 0), 10)).map((h) => h.text)).toEqual(['other model']);
+      });
+
+      it('searches only the given bases of the organization, ready documents only, at most k', async () => {
+        expect((await store.knowledge.vectorSearch(ORG_A, ['kb_1', 'kb_2'], M, vec(1, 0, 0), 2)).map((h) => h.text).sort()).toEqual(['east', 'east in kb_2']);
+        expect((await store.knowledge.vectorSearch(ORG_A, ['kb_9'], M, vec(1, 0, 0), 10))).toEqual([]);
+        expect((await store.knowledge.vectorSearch(ORG_B, ['kb_9', 'kb_1'], M, vec(1, 0, 0), 10)).map((h) => h.text)).toEqual(['east of another org']);
+        expect(await store.knowledge.vectorSearch(ORG_A, [], M, vec(1, 0, 0), 10)).toEqual([]);
+        expect(await store.knowledge.vectorSearch(ORG_A, ['kb_1'], M, vec(0, 0, 0), 10)).toEqual([]);
+        await store.knowledge.failDocument('doc_a', 'reprocessing failed', T2);
+        expect(await store.knowledge.vectorSearch(ORG_A, ['kb_1'], M, vec(1, 0, 0), 10)).toEqual([]);
+      });
+
+      it('keeps vectors exactly (float32) and drops them with their document', async () => {
+        const v = vec(0.1, -3.5e-8, 12345.678);
+        await store.knowledge.createDocument(doc('doc_exact', 'kb_2', ORG_A, T0, 'Exact'), 'x');
+        await store.knowledge.completeDocument('doc_exact', [emb(0, 'exact', v)], T1);
+        const [hit] = await store.knowledge.vectorSearch(ORG_A, ['kb_2'], M, v, 1);
+        expect(hit).toMatchObject({ text: 'exact', score: 1 });
+        expect(await store.knowledge.deleteDocument(ORG_A, 'kb_2', 'doc_exact')).toBe(true);
+        expect((await store.knowledge.vectorSearch(ORG_A, ['kb_2'], M, v, 5)).map((h) => h.text)).toEqual(['east in kb_2']);
+      });
+    });
+
     describe('conversations and messages', () => {
       it('reads back a conversation; another organization sees undefined', async () => {
         await store.conversations.create(conversation('conv_1'));

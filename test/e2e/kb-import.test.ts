@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, randomBytes, zipOf } from '../helpers/broken-files.js';
+import { startMockUpstream } from '../helpers/mock-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -27,9 +28,9 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, PARLEY_DATA_DIR: srv.dataDir, PARLEY_LOG_LEVEL: 'silent' }, timeout: 120_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, PARLEY_DATA_DIR: srv.dataDir, PARLEY_LOG_LEVEL: 'silent', ...env }, timeout: 120_000 }, (err, stdout, stderr) => {
       done({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr });
     });
   });
@@ -97,4 +98,38 @@ describe('kb import', () => {
     const missing = await cli(['kb', 'import', join(scratch, 'nope'), '--kb', 'Project docs']);
     expect(missing).toMatchObject({ code: 2, stderr: `${join(scratch, 'nope')} is not a folder.\n` });
   }, 60_000);
+});
+
+describe('kb import with embeddings', () => {
+  it('embeds the chunks it imports (PARLEY_EMBEDDINGS_*); a document that cannot be embedded fails with the reason', async () => {
+    const mock = await startMockUpstream();
+    try {
+      const folder = join(scratch, 'embedded');
+      mkdirSync(folder, { recursive: true });
+      writeFileSync(join(folder, 'garage.md'), '# Garage\n\nAutomobile maintenance happens every twelve months at the garage.\n');
+      writeFileSync(join(folder, 'bakery.md'), '# Bakery\n\nSourdough loaves are baked each morning with wild yeast.\n');
+      const env = { PARLEY_OPENAI_BASE_URL: mock.url, PARLEY_EMBEDDINGS_MODEL: 'mock-embed', PARLEY_EMBEDDINGS_BATCH: '8' };
+      const run = await cli(['kb', 'import', folder, '--kb', 'Embedded', '--org', srv.orgId, '--create'], env);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/^Done in [\d.]+ s: 2 ready, 0 failed, /m);
+      // One chunk per document, one request per document (batches never mix documents).
+      expect(mock.embeddingRequests.map((r) => [r.body.model, r.inputs.length, r.status])).toEqual([['mock-embed', 1, 200], ['mock-embed', 1, 200]]);
+      const db = (srv.parley.store as unknown as { db: import('better-sqlite3').Database }).db;
+      const rows = db.prepare(`SELECT c.embedding_model AS model, length(c.embedding) AS bytes FROM chunks c JOIN documents d ON d.id = c.doc_id
+        JOIN knowledge_bases k ON k.id = d.kb_id WHERE k.name = 'Embedded'`).all();
+      expect(rows).toEqual([{ model: 'mock-embed', bytes: 256 }, { model: 'mock-embed', bytes: 256 }]);
+
+      mock.reset();
+      mock.failEmbeddings(Number.POSITIVE_INFINITY, 401);
+      writeFileSync(join(folder, 'garden.md'), '# Garden\n\nTomatoes need sunlight.\n');
+      const failed = await cli(['kb', 'import', join(folder), '--kb', 'Embedded again', '--org', srv.orgId, '--create'], env);
+      expect(failed.code, failed.stderr).toBe(1);
+      expect(failed.stdout).toMatch(/^Done in [\d.]+ s: 0 ready, 3 failed, /m);
+      expect(failed.stdout).toContain('  garden.md: embedding failed: embeddings upstream returned HTTP 401: mock embeddings failure');
+      // A 401 is not retried: one request per document.
+      expect(mock.embeddingRequests).toHaveLength(3);
+    } finally {
+      await mock.close();
+    }
+  }, 120_000);
 });

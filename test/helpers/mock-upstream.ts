@@ -22,6 +22,13 @@
  * - `mock-secret`: a reply holding an e-mail address and a card number; `mock-length`: two deltas,
  *   finish `length`; `mock-history`: one delta with the JSON of the `{role, content}` it received.
  *
+ * `POST /v1/embeddings` (`{model, input: string | string[], encoding_format?}`) answers `{object: 'list',
+ * data: [{object: 'embedding', index, embedding}], model, usage}` (each embedding an array of numbers, or a
+ * base64 string of little-endian float32 when `encoding_format` is `base64`) with deterministic vectors of {@link MOCK_EMBEDDING_DIMS}
+ * dimensions ({@link mockEmbedding}: a hashed bag of words, with a small synonym table so that texts that
+ * share no word can still be near), and can be told to fail ({@link MockUpstream.failEmbeddings}).
+ * Embeddings requests are kept in `embeddingRequests`, not in `requests`.
+ *
  * Runnable as a CLI once compiled:
  * `node dist/test/helpers/mock-upstream.js --port 0 --ttft-ms 0 --deltas 64 --interval-ms 20 [--no-record]`
  * prints `{"url":"http://127.0.0.1:N/v1","port":N}` and serves until SIGTERM/SIGINT. `--no-record` keeps
@@ -76,6 +83,16 @@ export interface RecordedRequest {
   remotePort: number | undefined;
 }
 
+/** One embeddings request as received. */
+export interface RecordedEmbeddingsRequest {
+  body: { model?: string; input?: unknown; [key: string]: unknown };
+  headers: http.IncomingHttpHeaders;
+  /** The inputs, as an array (a single string input counts as one). */
+  inputs: string[];
+  /** The HTTP status answered. */
+  status: number;
+}
+
 /** A running mock upstream. */
 export interface MockUpstream {
   /** Base URL including `/v1`, e.g. `http://127.0.0.1:40123/v1`. */
@@ -83,6 +100,13 @@ export interface MockUpstream {
   port: number;
   /** Every chat request with valid JSON, in arrival order (the same array across `reset()`). */
   requests: RecordedRequest[];
+  /** Every embeddings request, in arrival order, failed ones included (kept even with `record: false`; cleared by `reset()`). */
+  embeddingRequests: RecordedEmbeddingsRequest[];
+  /**
+   * Makes the next `count` embeddings requests (default: all of them from now on) answer HTTP `status`
+   * (default 500) with an OpenAI error body; `failEmbeddings(0)` makes them succeed again.
+   */
+  failEmbeddings(count?: number, status?: number): void;
   /** Chat responses currently in progress (streaming, waiting for their first token, or hanging). */
   activeStreams(): number;
   /** Forgets the recorded requests. */
@@ -140,6 +164,9 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
   const intervalMs = opts.intervalMs ?? 20;
   const record = opts.record ?? true;
   const requests: RecordedRequest[] = [];
+  const embeddingRequests: RecordedEmbeddingsRequest[] = [];
+  let embeddingFailures = 0;
+  let embeddingFailStatus = 500;
   const active = new Set<http.ServerResponse>();
   const hanging = new Set<Socket>();
   const pending = new Set<NodeJS.Timeout>();
@@ -328,6 +355,41 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
     }
   };
 
+  const handleEmbeddings = (req: http.IncomingMessage, res: http.ServerResponse, raw: Buffer): void => {
+    let body: RecordedEmbeddingsRequest['body'];
+    try {
+      body = JSON.parse(raw.toString('utf8')) as RecordedEmbeddingsRequest['body'];
+    } catch {
+      sendJson(res, 400, { error: { message: 'invalid JSON body', type: 'invalid_request_error' } });
+      return;
+    }
+    const input = body.input;
+    const inputs = typeof input === 'string' ? [input] : Array.isArray(input) && input.every((x) => typeof x === 'string') ? (input as string[]) : undefined;
+    const recorded: RecordedEmbeddingsRequest = { body, headers: req.headers, inputs: inputs ?? [], status: 200 };
+    embeddingRequests.push(recorded);
+    if (embeddingFailures > 0) {
+      embeddingFailures--;
+      recorded.status = embeddingFailStatus;
+      sendJson(res, embeddingFailStatus, { error: { message: 'mock embeddings failure', type: 'server_error' } });
+      return;
+    }
+    if (inputs === undefined || inputs.length === 0 || typeof body.model !== 'string') {
+      recorded.status = 400;
+      sendJson(res, 400, { error: { message: 'model and input (a string or an array of strings) are required', type: 'invalid_request_error' } });
+      return;
+    }
+    sendJson(res, 200, {
+      object: 'list',
+      data: inputs.map((text, index) => {
+        const v = mockEmbedding(text);
+        const embedding = body.encoding_format === 'base64' ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') : Array.from(v);
+        return { object: 'embedding', index, embedding };
+      }),
+      model: body.model,
+      usage: { prompt_tokens: inputs.reduce((n, t) => n + t.split(/\s+/).length, 0), total_tokens: inputs.reduce((n, t) => n + t.split(/\s+/).length, 0) },
+    });
+  };
+
   const server = http.createServer({ noDelay: true, keepAliveTimeout: 65_000 }, (req, res) => {
     active.add(res);
     res.on('close', () => active.delete(res));
@@ -343,7 +405,7 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
       });
       return;
     }
-    if (path !== '/v1/chat/completions') {
+    if (path !== '/v1/chat/completions' && path !== '/v1/embeddings') {
       req.resume();
       sendJson(res, 404, { error: { message: `no route ${req.method ?? ''} ${path ?? ''}`, type: 'invalid_request_error' } });
       return;
@@ -366,7 +428,8 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
         sendJson(res, 413, { error: { message: 'request body too large', type: 'invalid_request_error' } });
         return;
       }
-      handleChat(req, res, Buffer.concat(chunks));
+      if (path === '/v1/embeddings') handleEmbeddings(req, res, Buffer.concat(chunks));
+      else handleChat(req, res, Buffer.concat(chunks));
     });
     req.on('error', () => res.destroy());
   });
@@ -390,9 +453,15 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
     url: `http://${urlHost}:${port}/v1`,
     port,
     requests,
+    embeddingRequests,
+    failEmbeddings: (count = Number.POSITIVE_INFINITY, status = 500) => {
+      embeddingFailures = count;
+      embeddingFailStatus = status;
+    },
     activeStreams: () => active.size,
     reset: () => {
       requests.length = 0;
+      embeddingRequests.length = 0;
     },
     close: async () => {
       if (ticker !== undefined) clearInterval(ticker);
@@ -408,6 +477,46 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
       await closed;
     },
   };
+}
+
+/** Dimensions of the mock's embeddings. */
+export const MOCK_EMBEDDING_DIMS = 64;
+
+/**
+ * Words the mock embeds as the same word (the first of each group), so that a question and a passage
+ * with no word in common (and no common stem for bm25) can still be near neighbours.
+ */
+const MOCK_SYNONYMS: ReadonlyArray<readonly string[]> = [
+  ['car', 'automobile', 'automobiles', 'cars', 'vehicle', 'vehicles', 'motorcar'],
+  ['doctor', 'physician', 'physicians', 'doctors', 'medic'],
+  ['repair', 'fix', 'fixing', 'mend', 'service', 'servicing', 'maintenance'],
+  ['cheap', 'inexpensive', 'affordable', 'budget'],
+];
+const SYNONYM_OF = new Map<string, string>(MOCK_SYNONYMS.flatMap((group) => group.map((w) => [w, group[0]!] as const)));
+const MOCK_STOPWORDS = new Set(['a', 'an', 'and', 'are', 'as', 'at', 'be', 'by', 'for', 'how', 'i', 'in', 'is', 'it', 'my', 'of', 'on', 'or', 'the', 'to', 'what', 'where', 'with', 'do', 'does', 'can', 'you', 'your', 'who']);
+
+/**
+ * The mock's embedding of `text`: lowercase words (letters and digits), stopwords dropped, synonyms
+ * mapped to one word ({@link MOCK_SYNONYMS}), each word hashed (FNV-1a 32-bit) to one of
+ * {@link MOCK_EMBEDDING_DIMS} dimensions and counted there, the whole scaled to length 1 (all zeros when
+ * no word is left). Deterministic: the same text always gives the same vector.
+ */
+export function mockEmbedding(text: string): Float32Array {
+  const v = new Float32Array(MOCK_EMBEDDING_DIMS);
+  for (const raw of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    if (MOCK_STOPWORDS.has(raw)) continue;
+    const word = SYNONYM_OF.get(raw) ?? raw;
+    let h = 0x811c9dc5;
+    for (let i = 0; i < word.length; i++) {
+      h ^= word.charCodeAt(i);
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
+    v[h % MOCK_EMBEDDING_DIMS]! += 1;
+  }
+  let n = 0;
+  for (const x of v) n += x * x;
+  if (n > 0) for (let i = 0; i < v.length; i++) v[i]! /= Math.sqrt(n);
+  return v;
 }
 
 /** The answer plan for a request, by model name. */

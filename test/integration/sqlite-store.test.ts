@@ -77,7 +77,7 @@ describe('sqlite: migrations', () => {
     v1.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(8);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
     expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(s.db.pragma('foreign_key_check')).toEqual([]);
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
@@ -125,7 +125,7 @@ describe('sqlite: migrations', () => {
     v2.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(8);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
     expect(await s.apiKeys.findByHash('h1')).toEqual({ id: 'key_1', org_id: 'org_A', name: 'old', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
     expect(await s.memberships.organizationsOf('usr_1')).toEqual([]);
     expect(await s.signingKeys.active()).toBeUndefined();
@@ -144,7 +144,7 @@ describe('sqlite: migrations', () => {
     v3.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(8);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
     expect((await s.agents.get('org_A', 'agt_1'))?.allowed_origins).toEqual(['*']);
     expect((await s.conversations.get('org_A', 'conv_1'))?.visitor_token_hash).toBeNull();
     expect(s.db.prepare(`SELECT name FROM pragma_table_info('socket_tickets') WHERE name = 'session_id'`).all()).toEqual([{ name: 'session_id' }]);
@@ -163,7 +163,7 @@ describe('sqlite: migrations', () => {
     v4.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(8);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'walrus', 5)).toEqual([
       expect.objectContaining({ chunk_id: 'chk_1', heading: '', page: null }),
     ]);
@@ -174,11 +174,40 @@ describe('sqlite: migrations', () => {
     ]);
   });
 
+  it('migrates a version-8 directory: its chunks stay searchable with no embedding, and new chunks keep theirs', async () => {
+    const dir = tempDir();
+    const v8 = version1(dir);
+    v8.pragma('foreign_keys = OFF');
+    for (const m of MIGRATIONS.slice(1, 8)) v8.exec(m);
+    v8.pragma('user_version = 8');
+    v8.prepare(`INSERT INTO knowledge_bases VALUES ('kb_1', 'org_A', 'Docs', ?)`).run(T0);
+    v8.prepare(`INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
+      VALUES ('doc_1', 'org_A', 'kb_1', 'Old', 'text/plain', 'ready', NULL, 1, 10, ?, ?)`).run(T0, T0);
+    const { lastInsertRowid } = v8.prepare(`INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body, page)
+      VALUES ('chk_1', 'doc_1', 'kb_1', 'org_A', 0, 'Old', '', 'narwhal tusk notes', NULL)`).run();
+    v8.prepare('INSERT INTO chunks_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)').run(lastInsertRowid, 'Old', '', 'narwhal tusk notes');
+    v8.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.prepare(`SELECT id, embedding, embedding_model FROM chunks`).all()).toEqual([{ id: 'chk_1', embedding: null, embedding_model: null }]);
+    expect((await s.knowledge.search('org_A', ['kb_1'], 'narwhal', 5)).map((h) => h.chunk_id)).toEqual(['chk_1']);
+    expect(await s.knowledge.vectorSearch('org_A', ['kb_1'], 'm', new Float32Array([1, 0]), 5)).toEqual([]);
+    await s.knowledge.createDocument({ ...doc('doc_2'), title: 'New' }, 'x');
+    const vector = new Float32Array([0.25, -1.5]);
+    expect(await s.knowledge.completeDocument('doc_2', [{ ord: 0, heading: '', text: 'narwhal pod', embedding: { model: 'm', vector } }], T1)).toBe(true);
+    const row = s.db.prepare(`SELECT embedding, embedding_model FROM chunks WHERE doc_id = 'doc_2'`).get() as { embedding: Buffer; embedding_model: string };
+    // Little-endian float32: 0.25 = 0x3E800000, -1.5 = 0xBFC00000.
+    expect([...row.embedding]).toEqual([0x00, 0x00, 0x80, 0x3e, 0x00, 0x00, 0xc0, 0xbf]);
+    expect(row.embedding_model).toBe('m');
+    expect((await s.knowledge.vectorSearch('org_A', ['kb_1'], 'm', new Float32Array([1, -6]), 5)).map((h) => [h.title, h.score])).toEqual([['New', 1]]);
+  });
+
   it('opens an up-to-date directory again without migrating', () => {
     const dir = tempDir();
     store(dir).db.close();
     const again = store(dir);
-    expect(again.db.pragma('user_version', { simple: true })).toBe(8);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(9);
     expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 });
@@ -347,5 +376,37 @@ describe('sqlite: completeDocument in slices', () => {
     s.db.exec(`INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')`);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'emu', 1000)).toEqual([]);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'cassowary', 1000)).toHaveLength(200);
+  });
+});
+
+describe('sqlite: vector scan', () => {
+  /** A unit vector of `dims` dimensions pointing mostly along axis `i % dims`. */
+  const unit = (i: number, dims: number): Float32Array => {
+    const v = new Float32Array(dims).fill(0.01);
+    v[i % dims] = 1;
+    return v;
+  };
+
+  it('scans page by page, letting the event loop run between pages, and finds the same best chunks as one pass would', async () => {
+    const s = store(tempDir(), { vectorSliceMs: 0 });
+    await s.knowledge.createBase({ id: 'kb_1', org_id: 'org_A', name: 'Docs', created_at: T0 });
+    await s.knowledge.createDocument(doc('doc_1'), 'x');
+    const dims = 32;
+    const n = 10 * 64 + 5;
+    const drafts: NewChunk[] = Array.from({ length: n }, (_, i) => ({ ord: i, heading: '', text: `chunk ${i}`, embedding: { model: 'm', vector: unit(i, dims) } }));
+    expect(await s.knowledge.completeDocument('doc_1', drafts, T1)).toBe(true);
+    let ticks = 0;
+    let ticking = true;
+    const tickLoop = () => { if (ticking) { ticks++; setImmediate(tickLoop); } };
+    setImmediate(tickLoop);
+    const hits = await s.knowledge.vectorSearch('org_A', ['kb_1'], 'm', unit(7, dims), 25);
+    ticking = false;
+    // 11 pages: the scan yielded after each full page but the last, so the ticker ran in between.
+    expect(ticks).toBeGreaterThanOrEqual(10);
+    // Chunks 7, 39, 71, ... point along axis 7 (n / dims = 20 of them, plus chunk 647 is past n): all tie at the top.
+    const along = drafts.filter((_, i) => i % dims === 7).length;
+    expect(hits.slice(0, along).map((h) => h.text)).toEqual(drafts.filter((_, i) => i % dims === 7).map((d) => d.text));
+    expect(hits).toHaveLength(25);
+    expect(hits[along]!.score).toBeLessThan(hits[0]!.score);
   });
 });

@@ -488,7 +488,7 @@ function passagesPrompt(passages: Passage[]): string {
 
 
 /** `error.message` of an OpenAI-style error body, else `message`/`error` strings, else the raw text. */
-function extractErrorMessage(text: string): string {
+export function extractErrorMessage(text: string): string {
   try {
     const parsed: unknown = JSON.parse(text);
     if (parsed && typeof parsed === 'object') {
@@ -507,14 +507,14 @@ function extractErrorMessage(text: string): string {
 }
 
 /** Removes the API key (and any bearer token) from text that came from the upstream. */
-function redact(text: string, apiKey: string | undefined): string {
+export function redact(text: string, apiKey: string | undefined): string {
   let out = apiKey ? text.split(apiKey).join('[redacted]') : text;
   out = out.replace(/Bearer\s+\S+/gi, 'Bearer [redacted]');
   return out;
 }
 
 /** A short, secret-free code for a transport failure (e.g. `ECONNREFUSED`, `UND_ERR_SOCKET`). */
-function errorCode(err: unknown): string {
+export function errorCode(err: unknown): string {
   if (err && typeof err === 'object') {
     const code = (err as { code?: unknown }).code;
     if (typeof code === 'string') return code;

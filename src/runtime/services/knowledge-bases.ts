@@ -1,5 +1,6 @@
 import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../ids/ids.js';
+import type { KnowledgeSearch } from '../../knowledge/hybrid-search.js';
 import type { DocumentUpload, KnowledgeService } from '../../knowledge/knowledge-service.js';
 import type { Store } from '../../store/ports.js';
 import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, Page, PageRequest } from '../../store/records.js';
@@ -9,7 +10,12 @@ import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, Page, PageRequest }
  * organization's base or document is `not_found` (404). Uploads go through the ingestion service.
  */
 export class KnowledgeBaseService {
-  constructor(private readonly store: Store, private readonly knowledge: KnowledgeService) {}
+  constructor(
+    private readonly store: Store,
+    private readonly knowledge: KnowledgeService,
+    /** The search of the search endpoint: the same as turns use (bm25, or hybrid with embeddings); default the store's bm25. */
+    private readonly searchFn?: KnowledgeSearch,
+  ) {}
 
   async create(orgId: string, name: string): Promise<KnowledgeBaseRecord> {
     const kb: KnowledgeBaseRecord = { id: newId('kb'), org_id: orgId, name, created_at: new Date().toISOString() };
@@ -53,9 +59,9 @@ export class KnowledgeBaseService {
     if (!(await this.store.knowledge.deleteDocument(orgId, kbId, docId))) throw new AppError('not_found', 'No such document.');
   }
 
-  /** bm25 search over the base's ready documents, best first, at most `k` hits. */
+  /** Search over the base's ready documents (bm25, or hybrid with embeddings), best first, at most `k` hits. */
   async search(orgId: string, kbId: string, query: string, k: number): Promise<ChunkHit[]> {
     const kb = await this.get(orgId, kbId);
-    return this.store.knowledge.search(orgId, [kb.id], query, k);
+    return this.searchFn ? this.searchFn(orgId, [kb.id], query, k) : this.store.knowledge.search(orgId, [kb.id], query, k);
   }
 }

@@ -25,6 +25,7 @@ import type { EventBus } from '../../events/event-bus.js';
 import type { Outbox, StoredEvent } from '../../events/outbox.js';
 import { newId } from '../../ids/ids.js';
 import { toCitations } from '../../knowledge/citations.js';
+import type { KnowledgeSearch } from '../../knowledge/hybrid-search.js';
 import type { Logger } from '../../log/logger.js';
 import { checkSafety } from '../../moderation/safety-check.js';
 import type { ModelFinishReason, ModelMessage, ModelToolCall, ModelToolSpec } from '../../models/port.js';
@@ -52,6 +53,11 @@ export interface TurnRunnerDeps {
   tokens: TokenCounter;
   /** Passages retrieved before generation. */
   retrievalK: number;
+  /**
+   * The knowledge search of retrieval and of the `search_knowledge` tool (src/knowledge/hybrid-search.ts:
+   * bm25, fused with vector search when embeddings are configured); default `store.knowledge.search`.
+   */
+  search?: KnowledgeSearch;
   /** Stored messages handed to the model as history. */
   historyLimit: number;
   /**
@@ -239,7 +245,9 @@ async function prepare(turn: Turn, deps: TurnRunnerDeps): Promise<void> {
   const [history, passages] = await Promise.all([
     turn.newConversation ? Promise.resolve([]) : store.conversations.history(turn.conversationId, deps.historyLimit),
     turn.agent.knowledge_base_ids.length > 0 && deps.retrievalK > 0
-      ? store.knowledge.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK)
+      ? (deps.search
+        ? deps.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK)
+        : store.knowledge.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK))
       : Promise.resolve([]),
   ]);
   const messages: ModelMessage[] = [];
@@ -342,7 +350,7 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
         isError = true;
       }
     } else if (call.name === SEARCH_KNOWLEDGE && turn.agent.tools.includes(SEARCH_KNOWLEDGE)) {
-      const outcome = await runSearchKnowledge(deps.store.knowledge, turn.orgId, turn.agent.knowledge_base_ids, call.arguments);
+      const outcome = await runSearchKnowledge(deps.search ? { search: deps.search } : deps.store.knowledge, turn.orgId, turn.agent.knowledge_base_ids, call.arguments);
       output = outcome.output;
       isError = outcome.is_error;
       for (const p of outcome.passages) {

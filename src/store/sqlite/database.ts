@@ -177,6 +177,15 @@ export const MIGRATIONS: readonly string[] = [
   `
   DROP TRIGGER chunks_ai;
   `,
+  // 9: optional embeddings (docs/knowledge-bases.md "Embeddings (optional)"): the name of the model that
+  // made a chunk's vector and the vector as little-endian float32 bytes; NULL for chunks stored without
+  // embeddings (every chunk stored before), which vector search skips. The model comes first in the row:
+  // a vector (6 KiB at 1536 dimensions) spills into overflow pages, and a column after it could only be
+  // read by walking them, for every row the scan filters.
+  `
+  ALTER TABLE chunks ADD COLUMN embedding_model TEXT;
+  ALTER TABLE chunks ADD COLUMN embedding BLOB;
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

@@ -9,6 +9,7 @@
 import type Database from 'better-sqlite3';
 import { newId } from '../../ids/ids.js';
 import type { NewChunk, OutboxEvent } from '../records.js';
+import { vectorToBytes } from '../vectors.js';
 import { FtsMerger } from './fts-merge.js';
 import { writeOutbox } from './outbox-writes.js';
 
@@ -24,7 +25,8 @@ function prepare(db: Database.Database) {
     restart: db.prepare(`UPDATE documents SET status = 'processing', error = NULL WHERE id = ? AND status <> 'processing'`),
     clearBatch: db.prepare(`DELETE FROM chunks WHERE rowid IN (SELECT rowid FROM chunks WHERE doc_id = ? LIMIT ${CLEAR_BATCH})`),
     insertChunk: db.prepare(
-      'INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      `INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body, page, embedding, embedding_model)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     // Migration 8: no insert trigger; every chunk insert is followed by this one, in the same savepoint.
     insertChunkFts: db.prepare('INSERT INTO chunks_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)'),
     markReady: db.prepare(`UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, updated_at = ? WHERE id = ?`),
@@ -56,14 +58,16 @@ export const KNOWLEDGE_WRITES = {
   },
   /**
    * Inserts `chunks` of document `id` with their FTS rows (the chunks carry the document's knowledge base,
-   * organization and title). 'stored', or 'gone' (nothing written) when the document no longer exists.
+   * organization and title) and their embeddings when they have one (little-endian float32 bytes). 'stored', or 'gone' (nothing written) when the document no longer exists.
    */
   chunksInsert(db: Database.Database, args: { id: string; chunks: NewChunk[] }): 'gone' | 'stored' {
     const sql = statements(db);
     const doc = sql.documentForChunks.get(args.id) as { org_id: string; kb_id: string; title: string } | undefined;
     if (doc === undefined) return 'gone';
     for (const c of args.chunks) {
-      const { lastInsertRowid } = sql.insertChunk.run(newId('chk'), args.id, doc.kb_id, doc.org_id, c.ord, doc.title, c.heading, c.text, c.page ?? null);
+      const e = c.embedding ?? null;
+      const { lastInsertRowid } = sql.insertChunk.run(newId('chk'), args.id, doc.kb_id, doc.org_id, c.ord, doc.title, c.heading, c.text,
+        c.page ?? null, e === null ? null : vectorToBytes(e.vector), e === null ? null : e.model);
       sql.insertChunkFts.run(lastInsertRowid, doc.title, c.heading, c.text);
     }
     return 'stored';

@@ -6,6 +6,19 @@ import { NewestFirstList, toPage } from './pagination.js';
 import type { ConversationWriter } from './writer.js';
 import type { Row } from './rows.js';
 import { toFtsQuery } from './search-query.js';
+import { bytesToVector, cosine, norm, TopK } from '../vectors.js';
+
+/**
+ * Rows read per page of a vector scan (src/store/sqlite/knowledge.ts vectorSearch): at 1536 dimensions a
+ * page is 384 KiB of vectors and well under a millisecond of arithmetic.
+ */
+export const VECTOR_PAGE_ROWS = 64;
+
+/** A vector scan yields to the event loop once it has run this long without yielding, ms. */
+export const VECTOR_SLICE_MS = 4;
+
+/** Resolves on the event loop's next check phase: timers, I/O and other turns run in between. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Default size of one chunk-storing slice: at most this many chunks (and {@link SLICE_CHARS} characters of
@@ -24,6 +37,8 @@ const MERGE_BUDGET_MS = 4;
 export interface KnowledgeOptions {
   /** Most chunks stored per slice, an integer >= 1 (default DEFAULT_CHUNK_SLICE_CHUNKS); tests use 1. */
   chunkSliceChunks?: number;
+  /** A vector scan yields to the event loop after running this long, ms (default {@link VECTOR_SLICE_MS}); tests use 0 (every page). */
+  vectorSliceMs?: number;
 }
 
 function knowledgeBaseFromRow(r: Row): KnowledgeBaseRecord {
@@ -53,6 +68,11 @@ function sourceFromRow(content: unknown, isText: unknown): Uint8Array | string |
  * deleted with its document), `chunks` with the FTS5 index `chunks_fts` (external content: rows inserted
  * next to each chunk, deleted by the `chunks_ad` trigger).
  *
+ * vectorSearch is a brute-force cosine scan of the `embedding` BLOBs (migration 9) on this connection, in
+ * pages of {@link VECTOR_PAGE_ROWS} rows by rowid, yielding to the event loop whenever it has run for
+ * {@link VECTOR_SLICE_MS} ms, then one read of the best chunks' text (docs/knowledge-bases.md gives the
+ * measured cost per 10k chunks and where it stops scaling).
+ *
  * completeDocument stores chunks through `writer` (the SQLite writer thread by default, see
  * src/store/sqlite/writer.ts), one write per slice (src/store/sqlite/knowledge-writes.ts), each awaited
  * before the next, so chat writes issued meanwhile commit between slices and the FTS5 work never runs
@@ -69,6 +89,7 @@ function sourceFromRow(content: unknown, isText: unknown): Uint8Array | string |
 export function createKnowledge(db: Database.Database, writer: ConversationWriter, opts: KnowledgeOptions = {}): KnowledgePort & { stop(): void } {
   const sliceChunks = opts.chunkSliceChunks ?? DEFAULT_CHUNK_SLICE_CHUNKS;
   if (!Number.isInteger(sliceChunks) || sliceChunks < 1) throw new RangeError(`chunkSliceChunks must be an integer >= 1, got ${String(sliceChunks)}`);
+  const vectorSliceMs = opts.vectorSliceMs ?? VECTOR_SLICE_MS;
   const sql = {
     insertBase: db.prepare('INSERT INTO knowledge_bases (id, org_id, name, created_at) VALUES (?, ?, ?, ?)'),
     baseById: db.prepare('SELECT * FROM knowledge_bases WHERE org_id = ? AND id = ?'),
@@ -90,6 +111,9 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
   const documents = new NewestFirstList(db, 'documents', 'org_id = ? AND kb_id = ?', 'document');
   /** Prepared search statements by the number of knowledge bases searched (up to 32 kept). */
   const searches = new Map<number, Database.Statement>();
+  /** Prepared vector-scan page statements, likewise. */
+  const vectorPages = new Map<number, Database.Statement>();
+  const hitsByRowid = new Map<number, Database.Statement>();
 
   const createDocument = db.transaction((d: DocumentRecord, content: Uint8Array | string) => {
     sql.insertDocument.run(d.id, d.org_id, d.knowledge_base_id, d.title, d.content_type, d.status, d.error,
@@ -217,6 +241,61 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
         heading: r.heading as string, text: r.body as string, page: (r.page as number | null) ?? null,
         score: Math.round(-(r.rank as number) * 1000) / 1000,
       }));
+    },
+    async vectorSearch(orgId, kbIds, model, query, k): Promise<ChunkHit[]> {
+      const queryNorm = norm(query);
+      if (kbIds.length === 0 || k <= 0 || query.length === 0 || queryNorm === 0) return [];
+      let page = vectorPages.get(kbIds.length);
+      if (page === undefined) {
+        // Pages by rowid: each page is its own short read, so the writer thread commits between pages and
+        // no statement stays open across the awaits (better-sqlite3 allows none while one iterates).
+        // Raw rows ([rowid, embedding]): no object per row. (A `doc_id IN (ready documents)` subquery
+        // instead of the join measured about 2x slower: it is built again for every page.)
+        page = db.prepare(
+          `SELECT c.rowid, c.embedding FROM chunks c JOIN documents d ON d.id = c.doc_id
+           WHERE c.rowid > ? AND c.org_id = ? AND c.kb_id IN (${kbIds.map(() => '?').join(', ')})
+             AND c.embedding_model = ? AND d.status = 'ready'
+           ORDER BY c.rowid LIMIT ${VECTOR_PAGE_ROWS}`).raw(true);
+        if (kbIds.length <= 32) vectorPages.set(kbIds.length, page);
+      }
+      const best = new TopK<number>(k);
+      const bytes = query.length * 4;
+      let after = 0;
+      let sliceStart = performance.now();
+      for (;;) {
+        const rows = page.all(after, orgId, ...kbIds, model) as Array<[number, Buffer | null]>;
+        for (const [rowid, embedding] of rows) {
+          if (embedding !== null && embedding.byteLength === bytes) best.offer(rowid, cosine(query, bytesToVector(embedding), queryNorm));
+        }
+        if (rows.length < VECTOR_PAGE_ROWS) break;
+        after = rows[rows.length - 1]![0];
+        if (performance.now() - sliceStart >= vectorSliceMs) {
+          await nextTurn();
+          sliceStart = performance.now();
+        }
+      }
+      const top = best.sorted();
+      if (top.length === 0) return [];
+      let fetch = hitsByRowid.get(top.length);
+      if (fetch === undefined) {
+        fetch = db.prepare(
+          `SELECT c.rowid AS rowid, c.id, c.doc_id, c.title, c.heading, c.body, c.page FROM chunks c JOIN documents d ON d.id = c.doc_id
+           WHERE c.rowid IN (${top.map(() => '?').join(', ')}) AND d.status = 'ready'`);
+        if (top.length <= 64) hitsByRowid.set(top.length, fetch);
+      }
+      // A document deleted during the scan drops out here.
+      const byRowid = new Map((fetch.all(...top.map((t) => t.item)) as Row[]).map((r) => [r.rowid as number, r]));
+      const hits: ChunkHit[] = [];
+      for (const t of top) {
+        const r = byRowid.get(t.item);
+        if (r === undefined) continue;
+        hits.push({
+          document_id: r.doc_id as string, chunk_id: r.id as string, title: r.title as string,
+          heading: r.heading as string, text: r.body as string, page: (r.page as number | null) ?? null,
+          score: Math.round(t.score * 1e6) / 1e6,
+        });
+      }
+      return hits;
     },
   };
 }

@@ -22,6 +22,8 @@ export interface SqliteStoreOptions {
   sync?: SqliteSync;
   /** Most chunks per completeDocument slice (default 64; see src/store/sqlite/knowledge.ts). */
   chunkSliceChunks?: number;
+  /** A vector scan yields to the event loop after this long, ms (default 4; see src/store/sqlite/knowledge.ts). */
+  vectorSliceMs?: number;
   /**
    * Where conversation and message writes commit (default `worker`): a writer thread with its own
    * connection, so their fsyncs and the WAL checkpoints never block the event loop; or `main`.
@@ -42,7 +44,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
   const file = join(dataDir, 'parley.db');
   const db = openDatabase(file, sync);
   const writer = (opts.writer ?? 'worker') === 'worker' ? createWorkerWriter(file, sync) : createMainThreadWriter(db);
-  const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, writer, { chunkSliceChunks: opts.chunkSliceChunks });
+  const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, writer, { chunkSliceChunks: opts.chunkSliceChunks, vectorSliceMs: opts.vectorSliceMs });
   const ping = db.prepare('SELECT 1');
   return {
     kind: 'sqlite',

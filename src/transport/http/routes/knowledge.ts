@@ -85,7 +85,7 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/search', tag: 'Knowledge bases', summary: 'Full-text search (bm25) over the ready documents', access: ACCESS.member, query: SearchQuery,
+      method: 'GET', path: '/v1/knowledge-bases/{kb_id}/search', tag: 'Knowledge bases', summary: 'Search the ready documents (bm25; fused with vector search when embeddings are configured)', access: ACCESS.member, query: SearchQuery,
       responses: [{ status: 200, description: 'Passages, best first', schema: SearchResultSchema }],
       async handle({ principal, params, query }: { principal: { orgId: string }; params: Record<string, string>; query: z.infer<typeof SearchQuery> }) {
         const passages = await s.knowledgeBases.search(principal.orgId, params.kb_id!, query.q, query.k);
