@@ -4,8 +4,8 @@
  * tests rely on.
  */
 import { describe, expect, it } from 'vitest';
-import { reciprocalRankFusion, RRF_K } from '../../src/knowledge/hybrid-search.js';
-import { chunkEmbeddingInput } from '../../src/knowledge/chunk-embedder.js';
+import { createKnowledgeSearch, reciprocalRankFusion, RRF_K } from '../../src/knowledge/hybrid-search.js';
+import { chunkEmbeddingInput, type ChunkEmbedder } from '../../src/knowledge/chunk-embedder.js';
 import type { ChunkHit } from '../../src/store/records.js';
 import { bytesToVector, cosine, TopK, vectorToBytes } from '../../src/store/vectors.js';
 import { MOCK_EMBEDDING_DIMS, mockEmbedding } from '../helpers/mock-upstream.js';
@@ -103,5 +103,87 @@ describe('mock upstream embeddings', () => {
   it('chunk inputs carry the title and heading path with the text', () => {
     expect(chunkEmbeddingInput('Guide', { heading: 'Setup > Install', text: 'Run it.' })).toBe('Guide\nSetup > Install\nRun it.');
     expect(chunkEmbeddingInput('Guide', { heading: '', text: 'Run it.' })).toBe('Guide\nRun it.');
+  });
+});
+
+describe('createKnowledgeSearch', () => {
+  type Call = unknown[];
+  /** A store port that records its calls and answers fixed rankings. */
+  function port(lexical: ChunkHit[], semantic: ChunkHit[]) {
+    const calls: { search: Call[]; vector: Call[] } = { search: [], vector: [] };
+    return {
+      calls,
+      knowledge: {
+        search: async (...a: Call) => { calls.search.push(a); return lexical.slice(0, a[3] as number); },
+        vectorSearch: async (...a: Call) => { calls.vector.push(a); return semantic.slice(0, a[4] as number); },
+      } as unknown as Parameters<typeof createKnowledgeSearch>[0]['knowledge'],
+    };
+  }
+  /** An embedder that answers a fixed vector, or fails. */
+  function embedder(fail?: string) {
+    const asked: Call[] = [];
+    const e = {
+      model: 'emb-1',
+      asked,
+      embedQuery: async (...a: Call) => { asked.push(a); if (fail) throw new Error(fail); return new Float32Array([1, 0]); },
+    };
+    return e as unknown as ChunkEmbedder & { asked: Call[] };
+  }
+
+  it('without an embedder is the store bm25 search itself, with the same arguments', async () => {
+    const p = port([hit('a', 3), hit('b', 2)], [hit('z')]);
+    const search = createKnowledgeSearch({ knowledge: p.knowledge });
+    expect(await search('org_1', ['kb_1'], 'q', 1)).toEqual([hit('a', 3)]);
+    expect(p.calls.search).toEqual([['org_1', ['kb_1'], 'q', 1]]);
+    expect(p.calls.vector).toEqual([]);
+  });
+
+  it('fuses bm25 and vector rankings (depth 50 each by default) and returns the best k', async () => {
+    const p = port([hit('a', 9), hit('b', 8), hit('c', 7)], [hit('c', 0.9), hit('a', 0.8)]);
+    const e = embedder();
+    const search = createKnowledgeSearch({ knowledge: p.knowledge, embedder: e });
+    const got = await search('org_1', ['kb_1', 'kb_2'], 'how to hash', 2);
+    // a: 1/61 + 1/62; c: 1/63 + 1/61; b: 1/62 (dropped by k = 2)
+    expect(got.map((h) => [h.chunk_id, h.score])).toEqual([['a', 0.032522], ['c', 0.032266]]);
+    expect(p.calls.search).toEqual([['org_1', ['kb_1', 'kb_2'], 'how to hash', 50]]);
+    expect(p.calls.vector).toEqual([['org_1', ['kb_1', 'kb_2'], 'emb-1', new Float32Array([1, 0]), 50]]);
+    expect(e.asked).toEqual([['how to hash', 5000]]);
+  });
+
+  it('asks each ranking for k passages when k is above the depth, and passes the query timeout', async () => {
+    const p = port([hit('a')], [hit('b')]);
+    const e = embedder();
+    const search = createKnowledgeSearch({ knowledge: p.knowledge, embedder: e, depth: 3, queryTimeoutMs: 250 });
+    await search('o', ['kb'], 'q', 7);
+    expect(p.calls.search[0]![3]).toBe(7);
+    expect(p.calls.vector[0]![4]).toBe(7);
+    expect(e.asked).toEqual([['q', 250]]);
+    await search('o', ['kb'], 'q', 2);
+    expect(p.calls.search[1]![3]).toBe(3);
+    expect(p.calls.vector[1]![4]).toBe(3);
+  });
+
+  it('falls back to bm25 (its own scores, best k) and warns when the question cannot be embedded', async () => {
+    const p = port([hit('a', 9), hit('b', 8), hit('c', 7)], [hit('z')]);
+    const warnings: unknown[][] = [];
+    const search = createKnowledgeSearch({ knowledge: p.knowledge, embedder: embedder('upstream down'), logger: { warn: (...a: unknown[]) => { warnings.push(a); } } as never });
+    expect(await search('o', ['kb'], 'q', 2)).toEqual([hit('a', 9), hit('b', 8)]);
+    expect(p.calls.vector).toEqual([]);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]![0]).toEqual({ reason: 'upstream down' });
+    expect(String(warnings[0]![1])).toContain('bm25');
+  });
+
+  it('does no work for no knowledge bases or k <= 0, and bm25 alone for a blank question', async () => {
+    const p = port([hit('a', 1)], [hit('z')]);
+    const e = embedder();
+    const search = createKnowledgeSearch({ knowledge: p.knowledge, embedder: e });
+    expect(await search('o', [], 'q', 3)).toEqual([]);
+    expect(await search('o', ['kb'], 'q', 0)).toEqual([]);
+    expect(p.calls.search).toEqual([]);
+    expect(await search('o', ['kb'], '   ', 3)).toEqual([hit('a', 1)]);
+    expect(p.calls.search).toEqual([['o', ['kb'], '   ', 3]]);
+    expect(e.asked).toEqual([]);
+    expect(p.calls.vector).toEqual([]);
   });
 });
