@@ -395,8 +395,8 @@ function DeliveryHistory({ session, endpoint, nudge, onChanged }: { session: Ses
 }
 
 /**
- * One delivery's attempts (status, 0 shown as "No response"; duration; error; the first 4 KiB of the
- * body, as text) and its Retry button. Reads them again when the delivery's summary changes.
+ * One delivery's attempts, newest first (status, 0 shown as "No response"; duration; error; the first
+ * 4 KiB of the body, as text) and its Retry button. Reads them again when the delivery's summary changes.
  */
 function DeliveryAttempts({ session, base, delivery, onRetried }: {
   session: Session; base: string; delivery: WebhookDelivery; onRetried: () => void;
@@ -447,8 +447,8 @@ function DeliveryAttempts({ session, base, delivery, onRetried }: {
       {detail === null && error === null && <p class="muted" aria-busy="true">Loading attempts…</p>}
       {detail !== null && detail.attempts.length === 0 && <p class="muted">No attempt yet.</p>}
       {detail !== null && detail.attempts.length > 0 && (
-        <ol class="attempt-list">
-          {detail.attempts.map((a) => (
+        <ol class="attempt-list" reversed>
+          {[...detail.attempts].reverse().map((a) => (
             <li key={a.number} class="attempt" data-attempt={a.number}>
               <p class="attempt-line">
                 <strong>Attempt {a.number}</strong>
