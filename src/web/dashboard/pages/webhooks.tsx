@@ -216,7 +216,8 @@ function EndpointPanel({ session, id, version, onDialog, onChanged, onDeliveries
   }
 
   async function act(kind: 'test' | 'toggle') {
-    if (endpoint === null) return;
+    if (endpoint === null || busy !== null || (kind === 'test' && endpoint.status === 'disabled')) return;
+    onDialog(null); // clears the last confirmation, which would otherwise stand beside this action's
     setBusy(kind);
     setError(null);
     try {
@@ -260,13 +261,14 @@ function EndpointPanel({ session, id, version, onDialog, onChanged, onDeliveries
         <a href={pathOf('webhooks')} class="btn btn-sm btn-quiet" onClick={linkTo('webhooks')} aria-label="Close the endpoint">Close</a>
       </div>
       <div class="endpoint-actions">
-        <button type="button" class="btn btn-sm" onClick={() => { void act('test'); }} disabled={busy !== null || endpoint.status === 'disabled'}
+        {/* Busy buttons are aria-disabled, not disabled: a disabled button loses the focus to the page body. */}
+        <button type="button" class="btn btn-sm" onClick={() => { void act('test'); }} aria-disabled={busy !== null || endpoint.status === 'disabled'}
           title={endpoint.status === 'disabled' ? 'Enable the endpoint to send it events' : undefined}>{busy === 'test' ? 'Sending…' : 'Send test event'}</button>
-        <button type="button" class="btn btn-sm" onClick={() => { void act('toggle'); }} disabled={busy !== null}>
+        <button type="button" class="btn btn-sm" onClick={() => { void act('toggle'); }} aria-disabled={busy !== null}>
           {endpoint.status === 'disabled' ? (busy === 'toggle' ? 'Enabling…' : 'Enable') : (busy === 'toggle' ? 'Disabling…' : 'Disable')}
         </button>
-        <button type="button" class="btn btn-sm" onClick={() => onDialog({ kind: 'rotate', endpoint })} disabled={busy !== null}>Rotate secret</button>
-        <button type="button" class="btn btn-sm btn-danger-quiet" onClick={() => onDialog({ kind: 'delete', endpoint })} disabled={busy !== null}>Delete</button>
+        <button type="button" class="btn btn-sm" onClick={() => { if (busy === null) onDialog({ kind: 'rotate', endpoint }); }} aria-disabled={busy !== null}>Rotate secret</button>
+        <button type="button" class="btn btn-sm btn-danger-quiet" onClick={() => { if (busy === null) onDialog({ kind: 'delete', endpoint }); }} aria-disabled={busy !== null}>Delete</button>
       </div>
       <ErrorAlert message={error} />
       <DeliveryHistory session={session} endpoint={endpoint} nudge={nudge} onChanged={onDeliveries} />
@@ -326,7 +328,7 @@ function DeliveryHistory({ session, endpoint, nudge, onChanged }: { session: Ses
     <div class="deliveries">
       <div class="deliveries-head">
         <h3>Deliveries</h3>
-        <button type="button" class="btn btn-sm btn-quiet" onClick={() => reload.current()} disabled={list.loading}>Refresh</button>
+        <button type="button" class="btn btn-sm btn-quiet" onClick={() => { if (!list.loading) reload.current(); }} aria-disabled={list.loading}>Refresh</button>
       </div>
       {list.items !== null && list.items.length === 0 && (
         <p class="muted deliveries-empty">No deliveries yet. Send a test event to try the endpoint.</p>
@@ -417,6 +419,7 @@ function DeliveryAttempts({ session, base, delivery, onRetried }: {
   }, [session, path, delivery.attempt_count, delivery.status]);
 
   async function retry() {
+    if (busy) return;
     setBusy(true);
     setRetryError(null);
     setRetried('');
@@ -439,7 +442,7 @@ function DeliveryAttempts({ session, base, delivery, onRetried }: {
         <p class="muted">Event <code>{delivery.event_id}</code> · delivery <code>{delivery.id}</code></p>
         <div class="attempts-retry">
           <StatusMessage message={retried} />
-          <button type="button" class="btn btn-sm" onClick={() => { void retry(); }} disabled={busy}>{busy ? 'Retrying…' : 'Retry'}</button>
+          <button type="button" class="btn btn-sm" onClick={() => { void retry(); }} aria-disabled={busy}>{busy ? 'Retrying…' : 'Retry'}</button>
         </div>
       </div>
       <ErrorAlert message={retryError} />
