@@ -209,8 +209,14 @@ function EndpointPanel({ session, id, version, onDialog, onChanged, onDeliveries
   if (endpoint === null) {
     return (
       <section class="card endpoint" aria-label="Endpoint">
-        {error === null ? <p class="muted" aria-busy="true">Loading the endpoint…</p> : <ErrorAlert message={error} />}
-        <a href={pathOf('webhooks')} onClick={linkTo('webhooks')}>Back to all endpoints</a>
+        {error === null
+          ? <p class="muted" aria-busy="true">Loading the endpoint…</p>
+          : (
+            <>
+              <ErrorAlert message={error} />
+              <a href={pathOf('webhooks')} onClick={linkTo('webhooks')}>Back to all endpoints</a>
+            </>
+          )}
       </section>
     );
   }
