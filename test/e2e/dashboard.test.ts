@@ -305,7 +305,7 @@ describe.skipIf(!chromiumFound)('the dashboard in Chromium', () => {
     await page.getByRole('button', { name: /Second org/ }).click();
     await heading(page, 'Inbox');
     expect(await page.getByRole('banner').textContent()).toContain('Second org');
-    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual(['Inbox', 'API keys', 'Agents', 'Members']);
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual(['Inbox', 'API keys', 'Agents', 'Members', 'Webhooks']);
 
     await page.reload();
     await heading(page, 'Inbox');

@@ -1,5 +1,5 @@
 /**
- * The parts of Parley's HTTP API the dashboard uses (API.md "Auth endpoints", "Agents"), as the browser
+ * The parts of Parley's HTTP API the dashboard uses (API.md "Auth endpoints", "Agents", "Webhooks"), as the browser
  * sees them. The dashboard is its own island: it imports nothing from the server's code, so these shapes
  * are written here again from the API contract.
  */
@@ -66,6 +66,62 @@ export interface Member {
   email: string;
   role: Role;
   created_at: string;
+}
+
+/** Why an endpoint is disabled: its receiver answered 410 Gone, it failed for days, or a person turned it off. */
+export type WebhookDisabledReason = 'gone' | 'failing' | 'manual';
+
+/** A webhook endpoint (API.md "Webhooks"); the secret is never in it, see IssuedWebhookEndpoint. */
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  description: string | null;
+  /** Event names, or `["*"]` for every event. */
+  events: string[];
+  status: 'enabled' | 'disabled';
+  disabled_reason: WebhookDisabledReason | null;
+  /** When its deliveries started failing without a success since; null while it is healthy. */
+  failing_since: string | null;
+  /** While in the future, the previous secret still signs beside the current one. */
+  previous_secret_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A created endpoint, or one whose secret was rotated, with the `whsec_...` secret shown only in this response. */
+export interface IssuedWebhookEndpoint extends WebhookEndpoint {
+  secret: string;
+}
+
+/** An event an endpoint can subscribe to (`GET /v1/webhooks/events`). */
+export interface WebhookEventInfo {
+  name: string;
+  description: string;
+}
+
+/** What a receiver answered to one attempt: HTTP status (0 when no response came), first 4 KiB of the body, duration in ms. */
+export interface WebhookResponse {
+  status: number;
+  body: string;
+  duration_ms: number;
+}
+
+/** One event sent (or being sent) to one endpoint. */
+export interface WebhookDelivery {
+  id: string;
+  event_id: string;
+  event_type: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  attempt_count: number;
+  next_attempt_at: string | null;
+  last_response: WebhookResponse | null;
+  last_error: string | null;
+  created_at: string;
+}
+
+/** A delivery with every attempt, oldest first (`GET /v1/webhooks/{id}/deliveries/{delivery_id}`). */
+export interface WebhookDeliveryDetail extends WebhookDelivery {
+  attempts: Array<WebhookResponse & { number: number; error: string | null; at: string }>;
 }
 
 /** A page of a list endpoint. */

@@ -10,6 +10,7 @@ import { OrganizationsPage } from './pages/organizations.js';
 import { PreviewPage } from './pages/preview.js';
 import { canManage, roleLabel } from './pages/roles.js';
 import { SignInPage } from './pages/sign-in.js';
+import { WebhooksPage } from './pages/webhooks.js';
 import { linkTo, navigate, pathOf, usePage, type PageName } from './router.js';
 import type { Session, SessionState } from './session.js';
 
@@ -75,7 +76,7 @@ export function App({ session }: { session: Session }) {
 }
 
 const TITLES: Record<PageName, string> = {
-  inbox: 'Inbox', keys: 'API keys', agents: 'Agents', members: 'Members', organizations: 'Organizations', preview: 'Widget preview', home: 'Dashboard',
+  inbox: 'Inbox', keys: 'API keys', agents: 'Agents', members: 'Members', webhooks: 'Webhooks', organizations: 'Organizations', preview: 'Widget preview', home: 'Dashboard',
 };
 
 /**
@@ -101,15 +102,19 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
 }) {
   const manager = canManage(org);
   const { inbox, snapshot } = useInbox(session, org.id);
-  // The mount itself, and the keys page for an operator (who may not manage keys), open the inbox.
-  const shown: PageName = page === 'home' || (page === 'keys' && !manager) ? 'inbox' : page;
+  // The mount itself, and the keys and webhooks pages for an operator (who may not manage either), open
+  // the inbox.
+  const shown: PageName = page === 'home' || ((page === 'keys' || page === 'webhooks') && !manager) ? 'inbox' : page;
   useEffect(() => { if (shown !== page) navigate(shown, true); }, [shown, page]);
   const waiting = snapshot?.waiting ?? 0;
   useEffect(() => {
     document.title = `${waiting > 0 && shown === 'inbox' ? `(${waiting}) ` : ''}${TITLES[shown]} · ${org.name} · Parley`;
   }, [shown, org.name, waiting]);
 
-  const tabs: Array<[PageName, string]> = [['inbox', 'Inbox'], ...(manager ? [['keys', 'API keys'] as [PageName, string]] : []), ['agents', 'Agents'], ['members', 'Members']];
+  const tabs: Array<[PageName, string]> = [
+    ['inbox', 'Inbox'], ...(manager ? [['keys', 'API keys'] as [PageName, string]] : []), ['agents', 'Agents'], ['members', 'Members'],
+    ...(manager ? [['webhooks', 'Webhooks'] as [PageName, string]] : []),
+  ];
 
   return (
     <div class="shell">
@@ -150,6 +155,7 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
         {shown === 'agents' && <AgentsPage key={org.id} session={session} org={org} />}
         {shown === 'preview' && <PreviewPage key={org.id} session={session} org={org} />}
         {shown === 'members' && <MembersPage key={org.id} session={session} org={org} user={user} />}
+        {shown === 'webhooks' && <WebhooksPage key={org.id} session={session} org={org} />}
       </main>
     </div>
   );

@@ -7,9 +7,9 @@ import { useEffect, useState } from 'preact/hooks';
 /** Where the dashboard is mounted. */
 export const BASE = '/dashboard';
 
-export type PageName = 'inbox' | 'keys' | 'agents' | 'members' | 'organizations' | 'preview' | 'home';
+export type PageName = 'inbox' | 'keys' | 'agents' | 'members' | 'webhooks' | 'organizations' | 'preview' | 'home';
 
-const PAGES: readonly PageName[] = ['inbox', 'keys', 'agents', 'members', 'organizations', 'preview'];
+const PAGES: readonly PageName[] = ['inbox', 'keys', 'agents', 'members', 'webhooks', 'organizations', 'preview'];
 
 /** The part of a location path after the mount, without slashes at the ends. */
 function restOf(pathname: string): string {
@@ -32,7 +32,10 @@ export function conversationOf(pathname: string): string | null {
   return m === null ? null : m[1]!;
 }
 
-/** The path of a page; `detail` is the conversation of the inbox, or the query string of a page (`?agent=...`). */
+/**
+ * The path of a page; `detail` is the conversation of the inbox, or the query string of a page
+ * (`?agent=...` of the preview, `?endpoint=whe_...` of the webhooks page).
+ */
 export function pathOf(page: PageName, detail?: string): string {
   if (page === 'home') return BASE;
   if (detail === undefined) return `${BASE}/${page}`;

@@ -166,3 +166,47 @@ export function ListFooter<T>({ list, noun }: { list: PagedList<T>; noun: string
     </>
   );
 }
+
+/**
+ * A secret shown this once (a new API key, a webhook signing secret), with a copy button that takes the
+ * focus: `warning` is the bold line of the callout above it, `detail` the sentence under that, `label`
+ * the field's label. `onDone` is the Done button.
+ */
+export function SecretView({ secret, label, warning, detail, onDone }: { secret: string; label: string; warning: string; detail: string; onDone: () => void }) {
+  const input = useRef<HTMLTextAreaElement>(null);
+  const copyButton = useRef<HTMLButtonElement>(null);
+  const [copied, setCopied] = useState('');
+  useEffect(() => { copyButton.current?.focus(); }, []);
+
+  async function copy() {
+    try {
+      await navigator.clipboard.writeText(secret);
+      setCopied('Copied to the clipboard.');
+    } catch {
+      // No clipboard access (an insecure origin, a refused permission): select the text and use the
+      // older command, which works from a click.
+      input.current?.select();
+      setCopied(document.execCommand('copy') ? 'Copied to the clipboard.' : 'Copying did not work: the secret is selected, copy it with Ctrl+C or ⌘C.');
+    }
+  }
+
+  return (
+    <div class="stack">
+      <div class="callout callout-warning">
+        <strong>{warning}</strong>
+        <p>{detail}</p>
+      </div>
+      <Field id="new-secret" label={label}>
+        <div class="copy-row">
+          <textarea id="new-secret" ref={input} readOnly rows={2} value={secret} class="secret" spellcheck={false}
+            autocomplete="off" onFocus={(e) => e.currentTarget.select()} />
+          <button type="button" class="btn" ref={copyButton} onClick={copy}>Copy</button>
+        </div>
+      </Field>
+      <StatusMessage message={copied} />
+      <div class="modal-actions">
+        <button type="button" class="btn btn-primary" onClick={onDone}>Done</button>
+      </div>
+    </div>
+  );
+}

@@ -1,7 +1,7 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { ApiKey, IssuedApiKey, Organization, Page } from '../api.js';
 import type { Session } from '../session.js';
-import { ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, StatusMessage, usePagedList } from '../ui.js';
+import { ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, SecretView, StatusMessage, usePagedList } from '../ui.js';
 
 type Dialog = { kind: 'create' } | { kind: 'rotate'; key: ApiKey } | { kind: 'revoke'; key: ApiKey } | null;
 
@@ -133,7 +133,9 @@ function IssueKeyDialog({ session, rotating, onDone }: { session: Session; rotat
     const message = rotating === undefined ? `Key “${issued.name}” created.` : `Key “${issued.name}” rotated.`;
     return (
       <Modal title={rotating === undefined ? 'Your new API key' : 'Your rotated API key'} onClose={() => onDone(message)}>
-        <SecretView issued={issued} onDone={() => onDone(message)} />
+        <SecretView secret={issued.secret} label={`Secret key of “${issued.name}”`} onDone={() => onDone(message)}
+          warning="Copy the key now: you will not see it again."
+          detail="Parley stores only a hash of it, so this is the only time it is shown. Keep it in your secret manager, on your server." />
       </Modal>
     );
   }
@@ -167,46 +169,6 @@ function IssueKeyDialog({ session, rotating, onDone }: { session: Session; rotat
         </div>
       </form>
     </Modal>
-  );
-}
-
-/** The secret of a new key, shown this once, with a copy button. */
-function SecretView({ issued, onDone }: { issued: IssuedApiKey; onDone: () => void }) {
-  const input = useRef<HTMLTextAreaElement>(null);
-  const copyButton = useRef<HTMLButtonElement>(null);
-  const [copied, setCopied] = useState('');
-  useEffect(() => { copyButton.current?.focus(); }, []);
-
-  async function copy() {
-    try {
-      await navigator.clipboard.writeText(issued.secret);
-      setCopied('Copied to the clipboard.');
-    } catch {
-      // No clipboard access (an insecure origin, a refused permission): select the text and use the
-      // older command, which works from a click.
-      input.current?.select();
-      setCopied(document.execCommand('copy') ? 'Copied to the clipboard.' : 'Copying did not work: the key is selected, copy it with Ctrl+C or ⌘C.');
-    }
-  }
-
-  return (
-    <div class="stack">
-      <div class="callout callout-warning">
-        <strong>Copy the key now: you will not see it again.</strong>
-        <p>Parley stores only a hash of it, so this is the only time it is shown. Keep it in your secret manager, on your server.</p>
-      </div>
-      <Field id="new-secret" label={`Secret key of “${issued.name}”`}>
-        <div class="copy-row">
-          <textarea id="new-secret" ref={input} readOnly rows={2} value={issued.secret} class="secret" spellcheck={false}
-            autocomplete="off" onFocus={(e) => e.currentTarget.select()} />
-          <button type="button" class="btn" ref={copyButton} onClick={copy}>Copy</button>
-        </div>
-      </Field>
-      <StatusMessage message={copied} />
-      <div class="modal-actions">
-        <button type="button" class="btn btn-primary" onClick={onDone}>Done</button>
-      </div>
-    </div>
   );
 }
 
