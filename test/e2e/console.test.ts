@@ -8,9 +8,9 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type Browser, type BrowserContext, type Page, type WebSocketRoute } from 'playwright-core';
+import { type Browser, type Page, type WebSocketRoute } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hasChromium, launchChromium } from '../helpers/browser.js';
+import { closeTab, hasChromium, launchChromium, openTab, type Tab } from '../helpers/browser.js';
 import { createAgent, publish, wsUrl } from '../helpers/live.js';
 import { startTestServer, type TestPerson, type TestServer } from '../helpers/server.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
@@ -67,30 +67,9 @@ afterAll(async () => {
   await srv?.close();
 });
 
-interface Tab {
-  context: BrowserContext;
-  page: Page;
-  problems: string[];
-}
-
-/** A fresh browser profile with one page, watched for uncaught errors and CSP violations. */
-async function open(opts: { width?: number; height?: number } = {}): Promise<Tab> {
-  const context = await browser.newContext({
-    baseURL: srv.url, viewport: { width: opts.width ?? 1280, height: opts.height ?? 800 }, permissions: ['clipboard-read', 'clipboard-write'],
-  });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && /Content Security Policy|Trusted Type/i.test(msg.text())) problems.push(`csp: ${msg.text()}`);
-  });
-  return { context, page, problems };
-}
-
-async function close(tab: Tab): Promise<void> {
-  expect(tab.problems).toEqual([]);
-  await tab.context.close();
-}
+/** A fresh browser profile with one page (clipboard allowed), watched for uncaught errors and CSP violations. */
+const open = (opts: { width?: number; height?: number } = {}): Promise<Tab> => openTab(browser, srv.url, { ...opts, clipboard: true });
+const close = closeTab;
 
 const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { name, level: 1 }).waitFor();
 

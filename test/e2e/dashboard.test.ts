@@ -9,9 +9,9 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hasChromium, launchChromium } from '../helpers/browser.js';
+import { closeTab, hasChromium, launchChromium, openTab, type Tab, watchProblems } from '../helpers/browser.js';
 import { newId } from '../../src/ids/ids.js';
 import type { AgentRecord } from '../../src/store/records.js';
 import { credentialsOf, exitOf, startMain } from '../helpers/main-process.js';
@@ -48,41 +48,18 @@ afterAll(async () => {
   await srv?.close();
 });
 
-/** A page and what went wrong in it: uncaught errors and Content-Security-Policy violations. */
-interface Tab {
-  context: BrowserContext;
-  page: Page;
-  problems: string[];
-}
-
-/** Watches `page` for uncaught errors and CSP (or Trusted Types) violations. */
-function watch(page: Page, problems: string[]): void {
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && /Content Security Policy|Trusted Type/i.test(msg.text())) problems.push(`csp: ${msg.text()}`);
-  });
-}
-
-/** A fresh browser profile (its own localStorage) with one page, allowed to use the clipboard. */
-async function open(opts: { width?: number; height?: number; withoutWebLocks?: boolean } = {}): Promise<Tab> {
-  const context = await browser.newContext({
-    baseURL: srv.url, viewport: { width: opts.width ?? 1200, height: opts.height ?? 800 },
-    permissions: ['clipboard-read', 'clipboard-write'],
-  });
-  if (opts.withoutWebLocks) {
+/** A fresh browser profile (its own localStorage) with one watched page, allowed to use the clipboard. */
+function open(opts: { width?: number; height?: number; withoutWebLocks?: boolean } = {}): Promise<Tab> {
+  return openTab(browser, srv.url, {
+    width: opts.width ?? 1200, height: opts.height, clipboard: true,
     // As in a browser on a plain-HTTP origin other than localhost, where the Web Locks API does not exist.
-    await context.addInitScript(() => { Object.defineProperty(Navigator.prototype, 'locks', { get: () => undefined, configurable: true }); });
-  }
-  const page = await context.newPage();
-  const problems: string[] = [];
-  watch(page, problems);
-  return { context, page, problems };
+    beforePage: opts.withoutWebLocks
+      ? (context) => context.addInitScript(() => { Object.defineProperty(Navigator.prototype, 'locks', { get: () => undefined, configurable: true }); })
+      : undefined,
+  });
 }
 
-async function close(tab: Tab): Promise<void> {
-  expect(tab.problems).toEqual([]);
-  await tab.context.close();
-}
+const close = closeTab;
 
 const heading = (page: Page, name: string) => page.getByRole('heading', { name, exact: true, level: 1 }).waitFor();
 
@@ -404,7 +381,7 @@ describe.skipIf(!chromiumFound)('the dashboard in Chromium', () => {
         await route.fulfill({ response });
       });
       const others = [await tab.context.newPage(), await tab.context.newPage()];
-      for (const p of others) watch(p, tab.problems);
+      for (const p of others) watchProblems(p, tab.problems);
 
       // Three tabs load at once; each needs an access token, so each refreshes.
       await Promise.all([tab.page.reload(), ...others.map((p) => p.goto('/dashboard'))]);
@@ -525,7 +502,7 @@ describe.skipIf(!chromiumFound)('npm start', () => {
       const context = await browser.newContext({ baseURL: main.url, viewport: { width: 1200, height: 800 } });
       const page = await context.newPage();
       const problems: string[] = [];
-      watch(page, problems);
+      watchProblems(page, problems);
       await page.goto('/dashboard');
       await heading(page, 'Sign in');
       await page.getByLabel('E-mail').fill(creds.owner_email);

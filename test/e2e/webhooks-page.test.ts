@@ -12,9 +12,9 @@
 import { createHmac } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { type Browser, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hasChromium, launchChromium } from '../helpers/browser.js';
+import { closeTab, hasChromium, launchChromium, openTab, type Tab } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startReceiver, type Receiver, type Received, type Reply } from '../helpers/webhook-receiver.js';
 
@@ -49,28 +49,9 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-interface Tab {
-  context: BrowserContext;
-  page: Page;
-  problems: string[];
-}
-
 /** A fresh browser profile with one 1280x800 page, watched for uncaught errors and CSP violations. */
-async function open(): Promise<Tab> {
-  const context = await browser.newContext({ baseURL: srv.url, viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && /Content Security Policy|Trusted Type/i.test(msg.text())) problems.push(`csp: ${msg.text()}`);
-  });
-  return { context, page, problems };
-}
-
-async function close(tab: Tab): Promise<void> {
-  expect(tab.problems).toEqual([]);
-  await tab.context.close();
-}
+const open = (): Promise<Tab> => openTab(browser, srv.url);
+const close = closeTab;
 
 const heading = (page: Page, name: string) => page.getByRole('heading', { name, exact: true, level: 1 }).waitFor();
 const nav = (page: Page) => page.getByRole('navigation', { name: 'Sections' });

@@ -90,6 +90,45 @@ export function Modal({ title, onClose, children }: { title: string; onClose: ()
   );
 }
 
+/**
+ * A modal that confirms a destructive action: `children` says what happens, the danger button runs
+ * `action` (showing `busyLabel` meanwhile), and the dialog ends with `onDone(true)` when it resolved or
+ * `onDone(false)` on Cancel / Escape. When `action` throws, its message (API.md's error shape, through
+ * {@link messageOf}) is shown in the dialog and the button can be pressed again.
+ */
+export function ConfirmDialog({ title, confirmLabel, busyLabel, action, onDone, children }: {
+  title: string; confirmLabel: string; busyLabel: string; action: () => Promise<unknown>;
+  onDone: (done: boolean) => void; children: ComponentChildren;
+}) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  async function run() {
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+      onDone(true);
+    } catch (err) {
+      setError(messageOf(err));
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Modal title={title} onClose={() => onDone(false)}>
+      <div class="stack">
+        <ErrorAlert message={error} />
+        {children}
+        <div class="modal-actions">
+          <button type="button" class="btn" onClick={() => onDone(false)}>Cancel</button>
+          <button type="button" class="btn btn-danger" onClick={() => { void run(); }} disabled={busy}>{busy ? busyLabel : confirmLabel}</button>
+        </div>
+      </div>
+    </Modal>
+  );
+}
+
 /** A list endpoint read page by page. */
 export interface PagedList<T> {
   /** Null until the first page has arrived. */

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { ApiKey, IssuedApiKey, Organization, Page } from '../api.js';
 import type { Session } from '../session.js';
-import { ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, SecretView, StatusMessage, usePagedList } from '../ui.js';
+import { ConfirmDialog, ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, SecretView, StatusMessage, usePagedList } from '../ui.js';
 
 type Dialog = { kind: 'create' } | { kind: 'rotate'; key: ApiKey } | { kind: 'revoke'; key: ApiKey } | null;
 
@@ -174,31 +174,11 @@ function IssueKeyDialog({ session, rotating, onDone }: { session: Session; rotat
 
 /** Confirms and revokes a key. */
 function RevokeDialog({ session, apiKey, onDone }: { session: Session; apiKey: ApiKey; onDone: (message: string | null) => void }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-
-  async function revoke() {
-    setBusy(true);
-    setError(null);
-    try {
-      await session.request<void>('DELETE', `/v1/api-keys/${encodeURIComponent(apiKey.id)}`);
-      onDone(`Key “${apiKey.name}” revoked.`);
-    } catch (err) {
-      setError(messageOf(err));
-      setBusy(false);
-    }
-  }
-
   return (
-    <Modal title={`Revoke “${apiKey.name}”?`} onClose={() => onDone(null)}>
-      <div class="stack">
-        <ErrorAlert message={error} />
-        <p>Programs using the key ending in <code>{apiKey.last4}</code> are refused from their next request on. This cannot be undone.</p>
-        <div class="modal-actions">
-          <button type="button" class="btn" onClick={() => onDone(null)}>Cancel</button>
-          <button type="button" class="btn btn-danger" onClick={revoke} disabled={busy}>{busy ? 'Revoking…' : 'Revoke key'}</button>
-        </div>
-      </div>
-    </Modal>
+    <ConfirmDialog title={`Revoke “${apiKey.name}”?`} confirmLabel="Revoke key" busyLabel="Revoking…"
+      action={() => session.request<void>('DELETE', `/v1/api-keys/${encodeURIComponent(apiKey.id)}`)}
+      onDone={(done) => onDone(done ? `Key “${apiKey.name}” revoked.` : null)}>
+      <p>Programs using the key ending in <code>{apiKey.last4}</code> are refused from their next request on. This cannot be undone.</p>
+    </ConfirmDialog>
   );
 }

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ROLES, type Member, type Organization, type Page, type Role, type User } from '../api.js';
 import type { Session } from '../session.js';
-import { ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, StatusMessage, usePagedList } from '../ui.js';
+import { ConfirmDialog, ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, StatusMessage, usePagedList } from '../ui.js';
 import { canManage, roleLabel } from './roles.js';
 
 const memberId = (m: Member) => m.user_id;
@@ -155,33 +155,12 @@ function AddMember({ session, roles, onAdded }: { session: Session; roles: reado
 function RemoveDialog({ session, member, self, orgName, onDone }: {
   session: Session; member: Member; self: boolean; orgName: string; onDone: (removed: boolean) => void;
 }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-
-  async function remove() {
-    setBusy(true);
-    setError(null);
-    try {
-      await session.request<void>('DELETE', `/v1/members/${encodeURIComponent(member.user_id)}`);
-      onDone(true);
-    } catch (err) {
-      setError(messageOf(err));
-      setBusy(false);
-    }
-  }
-
   return (
-    <Modal title={self ? `Leave ${orgName}?` : `Remove ${member.email}?`} onClose={() => onDone(false)}>
-      <div class="stack">
-        <ErrorAlert message={error} />
-        <p>{self
-          ? `You lose access to ${orgName} at once. Another owner or admin can add you again.`
-          : `${member.email} loses access to ${orgName} at once, also in a browser where they are signed in. Their account stays.`}</p>
-        <div class="modal-actions">
-          <button type="button" class="btn" onClick={() => onDone(false)}>Cancel</button>
-          <button type="button" class="btn btn-danger" onClick={remove} disabled={busy}>{busy ? 'Removing…' : self ? 'Leave' : 'Remove member'}</button>
-        </div>
-      </div>
-    </Modal>
+    <ConfirmDialog title={self ? `Leave ${orgName}?` : `Remove ${member.email}?`} confirmLabel={self ? 'Leave' : 'Remove member'} busyLabel="Removing…"
+      action={() => session.request<void>('DELETE', `/v1/members/${encodeURIComponent(member.user_id)}`)} onDone={onDone}>
+      <p>{self
+        ? `You lose access to ${orgName} at once. Another owner or admin can add you again.`
+        : `${member.email} loses access to ${orgName} at once, also in a browser where they are signed in. Their account stays.`}</p>
+    </ConfirmDialog>
   );
 }

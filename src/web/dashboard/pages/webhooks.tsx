@@ -12,7 +12,7 @@ import {
 } from '../api.js';
 import { linkTo, navigate, pathOf, useLocation } from '../router.js';
 import type { Session } from '../session.js';
-import { ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, SecretView, StatusMessage, usePagedList } from '../ui.js';
+import { ConfirmDialog, ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, SecretView, StatusMessage, usePagedList } from '../ui.js';
 
 type Dialog =
   | { kind: 'create' }
@@ -599,31 +599,11 @@ function RotateDialog({ session, endpoint, onDone }: { session: Session; endpoin
 
 /** Confirms and deletes an endpoint with its delivery history. */
 function DeleteDialog({ session, endpoint, onDone }: { session: Session; endpoint: WebhookEndpoint; onDone: (message: string | null) => void }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-
-  async function remove() {
-    setBusy(true);
-    setError(null);
-    try {
-      await session.request<void>('DELETE', `/v1/webhooks/${encodeURIComponent(endpoint.id)}`);
-      onDone(`Endpoint ${endpoint.url} deleted.`);
-    } catch (err) {
-      setError(messageOf(err));
-      setBusy(false);
-    }
-  }
-
   return (
-    <Modal title="Delete this endpoint?" onClose={() => onDone(null)}>
-      <div class="stack">
-        <ErrorAlert message={error} />
-        <p><code>{endpoint.url}</code> gets no more events, and its delivery history is deleted with it. This cannot be undone.</p>
-        <div class="modal-actions">
-          <button type="button" class="btn" onClick={() => onDone(null)}>Cancel</button>
-          <button type="button" class="btn btn-danger" onClick={() => { void remove(); }} disabled={busy}>{busy ? 'Deleting…' : 'Delete endpoint'}</button>
-        </div>
-      </div>
-    </Modal>
+    <ConfirmDialog title="Delete this endpoint?" confirmLabel="Delete endpoint" busyLabel="Deleting…"
+      action={() => session.request<void>('DELETE', `/v1/webhooks/${encodeURIComponent(endpoint.id)}`)}
+      onDone={(done) => onDone(done ? `Endpoint ${endpoint.url} deleted.` : null)}>
+      <p><code>{endpoint.url}</code> gets no more events, and its delivery history is deleted with it. This cannot be undone.</p>
+    </ConfirmDialog>
   );
 }
