@@ -5,7 +5,7 @@
  * temp dirs; no mocks; no wall-clock bounds.
  */
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -408,5 +408,25 @@ describe('sqlite: vector scan', () => {
     expect(hits.slice(0, along).map((h) => h.text)).toEqual(drafts.filter((_, i) => i % dims === 7).map((d) => d.text));
     expect(hits).toHaveLength(25);
     expect(hits[along]!.score).toBeLessThan(hits[0]!.score);
+  });
+});
+
+describe('sqlite: writer thread start', () => {
+  /** This process's threads (Linux). */
+  const threads = () => readdirSync('/proc/self/task').length;
+
+  it('start-up recovery and an idle lease sweep only read: no writer thread starts until there is a write to commit', async () => {
+    const s = store(tempDir());
+    const before = threads();
+    const now = new Date().toISOString();
+    // At start-up (every foreign lease expired) and as the periodic sweep: nothing leased, nothing to release.
+    expect(await s.webhooks.releaseExpiredLeases(now, 'me', true)).toEqual([]);
+    expect(await s.webhooks.releaseExpiredLeases(now, 'me', false)).toEqual([]);
+    // After a clean stop: no turn was cut short.
+    expect(await s.conversations.failInterruptedTurns({ type: 'api_error', code: 'interrupted', message: 'x' }, now)).toEqual([]);
+    expect(threads()).toBe(before);
+    // The first real write starts it (so the count above could have seen it).
+    await s.usage.setThresholds('org_1', [{ metric: 'total_tokens', value: 100, period: 'month' }], now);
+    expect(threads()).toBe(before + 1);
   });
 });

@@ -40,6 +40,10 @@ export function createConversations(db: Database.Database, writer: ConversationW
     history: db.prepare(
       `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?)
        ORDER BY turn_id IS NULL, turn_id, CASE role WHEN 'visitor' THEN 0 ELSE 1 END, seq`),
+    // Whether conversation-writes.ts `unansweredTurns` would find any turn.
+    anyUnansweredTurn: db.prepare(
+      `SELECT 1 FROM messages v WHERE v.role = 'visitor' AND v.turn_id IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.turn_id = v.turn_id AND a.role = 'agent') LIMIT 1`),
   };
   const conversations = new NewestFirstList(db, 'conversations', 'org_id = ?', 'conversation');
 
@@ -87,6 +91,9 @@ export function createConversations(db: Database.Database, writer: ConversationW
       return (sql.history.all(conversationId, limit) as Row[]).map(messageFromRow);
     },
     failInterruptedTurns(error, at) {
+      // Read first: after a clean stop there is nothing to fail, and start-up then commits nothing, so an
+      // idle server does not start the writer thread (about 18 MB of RSS) before its first write.
+      if (sql.anyUnansweredTurn.get() === undefined) return Promise.resolve([]);
       return writer.run('failInterruptedTurns', { error, at });
     },
   };
