@@ -6,20 +6,29 @@
  */
 import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
-import { z } from 'zod';
-import { CONVERSATION_WRITES, type ConversationWriteName } from './conversation-writes.js';
+import { CONVERSATION_WRITES } from './conversation-writes.js';
 import { applyBatch } from './group-commit.js';
-import type { BatchReply, WireError } from './writer.js';
+import type { BatchReply, WireError, WriteRequest } from './writer.js';
 
-const Init = z.object({ file: z.string(), sync: z.enum(['FULL', 'NORMAL']) });
-const Batch = z.object({
-  id: z.number().int(),
-  writes: z.array(z.object({ op: z.enum(Object.keys(CONVERSATION_WRITES) as [ConversationWriteName, ...ConversationWriteName[]]), args: z.unknown() })),
-});
+// The messages come from this process's own main thread (writer.ts), so they are checked by hand rather
+// than with zod: importing zod alone takes about 55 ms of a worker's start (it starts with the first write).
+const init = workerData as { file: unknown; sync: unknown };
+if (typeof init?.file !== 'string' || (init.sync !== 'FULL' && init.sync !== 'NORMAL')) {
+  throw new TypeError('the SQLite writer thread needs workerData {file: string, sync: "FULL" | "NORMAL"}');
+}
 
-const init = Init.parse(workerData);
+/** Checks a batch from the main thread: `{id: integer, writes: [{op: a CONVERSATION_WRITES name, args}]}`. */
+function parseBatch(message: unknown): { id: number; writes: WriteRequest[] } {
+  const m = message as { id?: unknown; writes?: unknown };
+  if (!Number.isInteger(m?.id) || !Array.isArray(m.writes)) throw new TypeError('the SQLite writer thread got a malformed batch');
+  for (const w of m.writes as Array<{ op?: unknown }>) {
+    if (typeof w?.op !== 'string' || !Object.hasOwn(CONVERSATION_WRITES, w.op)) throw new TypeError(`unknown write ${String(w?.op)}`);
+  }
+  return m as { id: number; writes: WriteRequest[] };
+}
+
 const db = new Database(init.file);
-db.pragma(`synchronous = ${init.sync}`);
+db.pragma(`synchronous = ${init.sync as string}`);
 db.pragma('busy_timeout = 5000');
 db.pragma('foreign_keys = ON');
 
@@ -29,7 +38,7 @@ function toWire(err: unknown): WireError {
 }
 
 parentPort!.on('message', (message: unknown) => {
-  const batch = Batch.parse(message);
+  const batch = parseBatch(message);
   const result = applyBatch(db, batch.writes.map((w) => () => (CONVERSATION_WRITES[w.op] as (d: Database.Database, a: unknown) => unknown)(db, w.args)));
   const reply: BatchReply = {
     id: batch.id,
