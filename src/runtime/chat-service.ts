@@ -5,6 +5,7 @@ import { AppError } from '../errors/app-error.js';
 import type { EventBus } from '../events/event-bus.js';
 import { Outbox, type StoredEvent } from '../events/outbox.js';
 import { newId } from '../ids/ids.js';
+import { createKnowledgeSearch, type KnowledgeSearch } from '../knowledge/hybrid-search.js';
 import type { Logger } from '../log/logger.js';
 import type { ModelRegistry } from '../models/registry.js';
 import type { TokenCounter } from '../models/token-counter.js';
@@ -47,7 +48,7 @@ export interface ChatServiceOptions {
   maxToolSteps: number;
   retrievalK: number;
   /** The knowledge search of turns (TurnRunnerDeps.search); default the store's bm25 search. */
-  search?: TurnRunnerDeps['search'];
+  search?: KnowledgeSearch;
   /** A finished turn stays replayable this long, ms. */
   turnReplayMs: number;
   /** Per-turn replay cap, characters (default 1 MiB). */
@@ -116,12 +117,12 @@ export class ChatService {
     const runnerDeps: TurnRunnerDeps = {
       store: opts.store, models: opts.models, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
       retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40, live, outbox: this.outbox,
+      search: opts.search ?? createKnowledgeSearch({ knowledge: opts.store.knowledge }),
       requestHandoff: (turn, reason) =>
         this.control.requestHandoff(turn.orgId, turn.conversationId, { by: 'agent', turnId: turn.id, reason }).then((c) => c.status),
       ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
       ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
       ...(opts.httpTools ? { httpTools: opts.httpTools } : {}),
-      ...(opts.search ? { search: opts.search } : {}),
     };
     const turnLogic = createTurnRunLogic(runnerDeps);
     const logic = (opts.conversationLogic ?? conversationMachine).provide({ actors: { turn: turnLogic } });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ModelToolSpec, Passage } from '../models/port.js';
-import type { KnowledgePort } from '../store/ports.js';
+import type { KnowledgeSearch } from '../knowledge/hybrid-search.js';
 
 /** Name of the knowledge search tool. */
 export const SEARCH_KNOWLEDGE = 'search_knowledge';
@@ -31,11 +31,11 @@ export interface ToolOutcome {
 
 /**
  * Runs `search_knowledge` with the model's raw JSON `args` over the agent's knowledge bases, through
- * `knowledge.search` (the store's bm25, or the hybrid search of src/knowledge/hybrid-search.ts). Bad
+ * `search` (the store's bm25, or the hybrid search of src/knowledge/hybrid-search.ts). Bad
  * arguments are a tool error the model can read (`is_error: true`), never a thrown error.
  */
 export async function runSearchKnowledge(
-  knowledge: Pick<KnowledgePort, 'search'>, orgId: string, kbIds: string[], rawArgs: string,
+  search: KnowledgeSearch, orgId: string, kbIds: string[], rawArgs: string,
 ): Promise<ToolOutcome> {
   let parsed: unknown;
   try { parsed = JSON.parse(rawArgs || '{}'); } catch {
@@ -45,7 +45,7 @@ export async function runSearchKnowledge(
   if (!args.success) {
     return { output: { error: `invalid arguments: ${args.error.issues.map((i) => i.message).join('; ')}` }, is_error: true, passages: [] };
   }
-  const passages = await knowledge.search(orgId, kbIds, args.data.query, args.data.k ?? 4);
+  const passages = await search(orgId, kbIds, args.data.query, args.data.k ?? 4);
   return {
     output: {
       results: passages.map((p) => ({ document_id: p.document_id, chunk_id: p.chunk_id, title: p.title, heading: p.heading, text: p.text })),

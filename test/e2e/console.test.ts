@@ -10,7 +10,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Browser, type Page, type WebSocketRoute } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeTab, hasChromium, launchChromium, openTab, type Tab } from '../helpers/browser.js';
+import { closeTab, hasChromium, launchChromium, openTab, type Tab, submitDashboardSignIn } from '../helpers/browser.js';
 import { createAgent, publish, wsUrl } from '../helpers/live.js';
 import { startTestServer, type TestPerson, type TestServer } from '../helpers/server.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
@@ -75,11 +75,7 @@ const heading = (page: Page, name: string | RegExp) => page.getByRole('heading',
 
 /** Signs in and waits for the inbox with its socket live. */
 async function signIn(page: Page, person: TestPerson): Promise<void> {
-  await page.goto('/dashboard');
-  await heading(page, 'Sign in');
-  await page.getByLabel('E-mail').fill(person.email);
-  await page.getByLabel('Password').fill(person.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await submitDashboardSignIn(page, person);
   await heading(page, 'Inbox');
   await page.locator('.inbox-head [data-live="live"]').waitFor();
 }

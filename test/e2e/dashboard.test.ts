@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeTab, hasChromium, launchChromium, openTab, type Tab, watchProblems } from '../helpers/browser.js';
+import { closeTab, hasChromium, launchChromium, openTab, type Tab, submitDashboardSignIn, watchProblems } from '../helpers/browser.js';
 import { newId } from '../../src/ids/ids.js';
 import type { AgentRecord } from '../../src/store/records.js';
 import { credentialsOf, exitOf, startMain } from '../helpers/main-process.js';
@@ -68,11 +68,7 @@ const heading = (page: Page, name: string) => page.getByRole('heading', { name, 
  * organization picker), and then opens the section `landing` from the navigation.
  */
 async function signIn(page: Page, person: { email: string; password: string }, landing = 'API keys'): Promise<void> {
-  await page.goto('/dashboard');
-  await heading(page, 'Sign in');
-  await page.getByLabel('E-mail').fill(person.email);
-  await page.getByLabel('Password').fill(person.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await submitDashboardSignIn(page, person);
   if (landing === 'Choose an organization') {
     await heading(page, landing);
     return;

@@ -14,7 +14,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Browser, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeTab, hasChromium, launchChromium, openTab, type Tab } from '../helpers/browser.js';
+import { closeTab, hasChromium, launchChromium, openTab, type Tab, submitDashboardSignIn } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startReceiver, type Receiver, type Received, type Reply } from '../helpers/webhook-receiver.js';
 
@@ -58,11 +58,7 @@ const nav = (page: Page) => page.getByRole('navigation', { name: 'Sections' });
 
 /** Signs in through the sign-in page and waits for the inbox. */
 async function signIn(page: Page, person: { email: string; password: string }): Promise<void> {
-  await page.goto('/dashboard');
-  await heading(page, 'Sign in');
-  await page.getByLabel('E-mail').fill(person.email);
-  await page.getByLabel('Password').fill(person.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await submitDashboardSignIn(page, person);
   await heading(page, 'Inbox');
 }
 

@@ -67,3 +67,16 @@ export async function closeTab(tab: Tab): Promise<void> {
   expect(tab.problems).toEqual([]);
   await tab.context.close();
 }
+
+/**
+ * Opens `/dashboard` on `page`, waits for the sign-in page and submits `person`'s e-mail and password.
+ * Returns once the form is sent; the caller waits for the page it expects next (the inbox, the
+ * organization picker).
+ */
+export async function submitDashboardSignIn(page: Page, person: { email: string; password: string }): Promise<void> {
+  await page.goto('/dashboard');
+  await page.getByRole('heading', { name: 'Sign in', exact: true, level: 1 }).waitFor();
+  await page.getByLabel('E-mail').fill(person.email);
+  await page.getByLabel('Password').fill(person.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}

@@ -13,8 +13,8 @@ export class KnowledgeBaseService {
   constructor(
     private readonly store: Store,
     private readonly knowledge: KnowledgeService,
-    /** The search of the search endpoint: the same as turns use (bm25, or hybrid with embeddings); default the store's bm25. */
-    private readonly searchFn?: KnowledgeSearch,
+    /** The search of the search endpoint: the same as turns use (bm25, or hybrid with embeddings). */
+    private readonly searchFn: KnowledgeSearch,
   ) {}
 
   async create(orgId: string, name: string): Promise<KnowledgeBaseRecord> {
@@ -62,6 +62,6 @@ export class KnowledgeBaseService {
   /** Search over the base's ready documents (bm25, or hybrid with embeddings), best first, at most `k` hits. */
   async search(orgId: string, kbId: string, query: string, k: number): Promise<ChunkHit[]> {
     const kb = await this.get(orgId, kbId);
-    return this.searchFn ? this.searchFn(orgId, [kb.id], query, k) : this.store.knowledge.search(orgId, [kb.id], query, k);
+    return this.searchFn(orgId, [kb.id], query, k);
   }
 }

@@ -55,9 +55,9 @@ export interface TurnRunnerDeps {
   retrievalK: number;
   /**
    * The knowledge search of retrieval and of the `search_knowledge` tool (src/knowledge/hybrid-search.ts:
-   * bm25, fused with vector search when embeddings are configured); default `store.knowledge.search`.
+   * bm25, fused with vector search when embeddings are configured).
    */
-  search?: KnowledgeSearch;
+  search: KnowledgeSearch;
   /** Stored messages handed to the model as history. */
   historyLimit: number;
   /**
@@ -245,9 +245,7 @@ async function prepare(turn: Turn, deps: TurnRunnerDeps): Promise<void> {
   const [history, passages] = await Promise.all([
     turn.newConversation ? Promise.resolve([]) : store.conversations.history(turn.conversationId, deps.historyLimit),
     turn.agent.knowledge_base_ids.length > 0 && deps.retrievalK > 0
-      ? (deps.search
-        ? deps.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK)
-        : store.knowledge.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK))
+      ? deps.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK)
       : Promise.resolve([]),
   ]);
   const messages: ModelMessage[] = [];
@@ -350,7 +348,7 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
         isError = true;
       }
     } else if (call.name === SEARCH_KNOWLEDGE && turn.agent.tools.includes(SEARCH_KNOWLEDGE)) {
-      const outcome = await runSearchKnowledge(deps.search ? { search: deps.search } : deps.store.knowledge, turn.orgId, turn.agent.knowledge_base_ids, call.arguments);
+      const outcome = await runSearchKnowledge(deps.search, turn.orgId, turn.agent.knowledge_base_ids, call.arguments);
       output = outcome.output;
       isError = outcome.is_error;
       for (const p of outcome.passages) {
