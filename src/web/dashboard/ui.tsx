@@ -48,7 +48,7 @@ export function Field({ id, label, hint, children }: { id: string; label: string
  */
 export function PageTitle({ children }: { children: ComponentChildren }) {
   const ref = useRef<HTMLHeadingElement>(null);
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (document.activeElement === document.body || document.activeElement?.closest('nav') != null) ref.current?.focus();
   }, []);
   return <h1 id="page-title" tabIndex={-1} ref={ref}>{children}</h1>;
@@ -215,7 +215,7 @@ export function SecretView({ secret, label, warning, detail, onDone }: { secret:
   const input = useRef<HTMLTextAreaElement>(null);
   const copyButton = useRef<HTMLButtonElement>(null);
   const [copied, setCopied] = useState('');
-  useEffect(() => { copyButton.current?.focus(); }, []);
+  useLayoutEffect(() => { copyButton.current?.focus(); }, []);
 
   async function copy() {
     try {

@@ -137,7 +137,9 @@ export function Widget({ conversation, options }: { conversation: Conversation; 
   const answers = s.items.filter((i) => i.live && (i.role === 'agent' || i.role === 'operator') && i.state !== 'streaming');
   if (open) for (const i of answers) seen.current.add(i.key);
   const unread = answers.filter((i) => !seen.current.has(i.key)).length;
-  useEffect(() => {
+  // A layout effect, so focus moves in the same task as the panel appears or goes: with a passive effect
+  // there is a frame where the closed panel's focus has fallen to <body>.
+  useLayoutEffect(() => {
     if (open) input.current?.focus();
     else if (wasOpen.current) launcher.current?.focus();
     wasOpen.current = open;
