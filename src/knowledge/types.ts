@@ -2,10 +2,10 @@
  * Shapes shared by ingestion (worker pool) and the store.
  */
 
-import { DOCUMENT_CONTENT_TYPES, type DocumentContentType } from '../vocabulary/document.js';
+import { DOCUMENT_CONTENT_TYPES, type DocumentContentType } from '../vocabulary/document-types.js';
 
 export { DOCUMENT_CONTENT_TYPES, type DocumentContentType };
-export { DOCX_CONTENT_TYPE } from '../vocabulary/document.js';
+export { DOCX_CONTENT_TYPE } from '../vocabulary/document-types.js';
 
 /** What the main thread sends to the ingestion worker. `content` is the raw upload. */
 export interface IngestTask {
