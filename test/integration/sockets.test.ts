@@ -282,6 +282,11 @@ describe('resume on a socket', () => {
 
     again.send({ type: 'resume', turn_id: 'turn_missing', after_seq: 0 });
     expect(errorCode(await again.next())).toBe('not_found');
+    // The same turn twice on one socket is refused (its frames were written once).
+    again.send({ type: 'resume', turn_id: turnId, after_seq: 0 });
+    const twice = await again.next();
+    expect(errorCode(twice)).toBe('validation_failed');
+    expect((twice.error as { message: string }).message).toBe('This socket already follows that turn.');
   });
 });
 

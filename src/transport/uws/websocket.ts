@@ -61,7 +61,7 @@ class UwsPort implements SocketPort {
     private readonly ws: WebSocket<SocketData>,
     readonly remoteAddress: string,
     private readonly maxBufferedBytes: number,
-    private readonly onSlow: (buffered: number) => void,
+    private readonly logger: Logger,
   ) {}
 
   send(frame: string): void {
@@ -84,7 +84,8 @@ class UwsPort implements SocketPort {
     });
     const buffered = this.ws.getBufferedAmount();
     if (dropped || buffered > this.maxBufferedBytes) {
-      this.onSlow(buffered);
+      this.logger.warn({ url: this.ws.getUserData().url, buffered_bytes: buffered, max_buffered_bytes: this.maxBufferedBytes },
+        'socket client too slow: closed with 1013 (its turns go on and are stored)');
       this.close(CLOSE.tooSlow, 'consumer_too_slow');
     }
   }
@@ -179,9 +180,8 @@ export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): W
         const data = ws.getUserData();
         open.add(ws);
         const remoteAddress = textDecoder.decode(ws.getRemoteAddressAsText());
-        const port = new UwsPort(ws, remoteAddress, opts.maxBufferedBytes, (buffered) => {
-          logger.warn({ url: data.url, buffered_bytes: buffered, max_buffered_bytes: opts.maxBufferedBytes }, 'socket client too slow: closed with 1013 (its turns go on and are stored)');
-        });
+        // No closure per socket: the port logs through the shared logger (idle sockets' memory counts).
+        const port = new UwsPort(ws, remoteAddress, opts.maxBufferedBytes, logger);
         data.port = port;
         if (data.outcome.kind === 'close') {
           port.close(data.outcome.code, data.outcome.reason);
