@@ -429,4 +429,17 @@ describe('sqlite: writer thread start', () => {
     await s.usage.setThresholds('org_1', [{ metric: 'total_tokens', value: 100, period: 'month' }], now);
     expect(threads()).toBe(before + 1);
   });
+
+  it('an upload is committed by the writer thread, not on the event loop: storing a document starts it', async () => {
+    const s = store(tempDir());
+    s.db.prepare(`INSERT INTO knowledge_bases VALUES ('kb_1', 'org_A', 'Docs', ?)`).run(T0);
+    const before = threads();
+    await s.knowledge.createDocument({ ...doc('doc_1'), bytes: 3 }, new Uint8Array([7, 8, 9]));
+    expect(threads()).toBe(before + 1);
+    // Durable as given, and listed as processing.
+    expect(s.db.prepare('SELECT content, is_text FROM document_sources WHERE doc_id = ?').get('doc_1')).toEqual({ content: Buffer.from([7, 8, 9]), is_text: 0 });
+    expect((await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1'))?.status).toBe('processing');
+    // A failed insert (the same id again) reaches the caller.
+    await expect(s.knowledge.createDocument(doc('doc_1'), 'again')).rejects.toThrow(/UNIQUE/);
+  });
 });

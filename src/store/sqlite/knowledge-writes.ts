@@ -8,7 +8,7 @@
  */
 import type Database from 'better-sqlite3';
 import { newId } from '../../ids/ids.js';
-import type { NewChunk, OutboxEvent } from '../records.js';
+import type { DocumentRecord, NewChunk, OutboxEvent } from '../records.js';
 import { vectorToBytes } from '../vectors.js';
 import { FtsMerger } from './fts-merge.js';
 import { writeOutbox } from './outbox-writes.js';
@@ -21,6 +21,10 @@ const cache = new WeakMap<Database.Database, Statements>();
 
 function prepare(db: Database.Database) {
   return {
+    insertDocument: db.prepare(
+      `INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    insertSource: db.prepare('INSERT INTO document_sources (doc_id, content, is_text) VALUES (?, ?, ?)'),
     documentForChunks: db.prepare('SELECT org_id, kb_id, title FROM documents WHERE id = ?'),
     restart: db.prepare(`UPDATE documents SET status = 'processing', error = NULL WHERE id = ? AND status <> 'processing'`),
     clearBatch: db.prepare(`DELETE FROM chunks WHERE rowid IN (SELECT rowid FROM chunks WHERE doc_id = ? LIMIT ${CLEAR_BATCH})`),
@@ -45,6 +49,20 @@ function statements(db: Database.Database): Statements {
 
 /** The chunk-storing writes, by name (spread into CONVERSATION_WRITES). */
 export const KNOWLEDGE_WRITES = {
+  /**
+   * Stores a new document record (`processing`) with its upload as given (`content`: a string is stored
+   * as TEXT with is_text 1, bytes as a BLOB), so ingestion can start again from it after a crash. Throws
+   * what SQLite throws (a duplicate id, a knowledge base that is gone: SQLITE_CONSTRAINT_*).
+   * Runs in the writer thread: an upload of a few MB and its fsync never hold up the event loop.
+   */
+  documentCreate(db: Database.Database, args: { doc: DocumentRecord; content: Uint8Array | string }): true {
+    const sql = statements(db);
+    const d = args.doc;
+    sql.insertDocument.run(d.id, d.org_id, d.knowledge_base_id, d.title, d.content_type, d.status, d.error,
+      d.chunk_count, d.bytes, d.created_at, d.updated_at);
+    sql.insertSource.run(d.id, args.content, typeof args.content === 'string' ? 1 : 0);
+    return true;
+  },
   /**
    * Starts (or continues) storing document `id`: sets it back to `processing` and deletes up to
    * {@link CLEAR_BATCH} chunks left by an earlier attempt. 'cleared' when none are left, 'more' when the

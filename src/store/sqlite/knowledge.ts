@@ -73,7 +73,8 @@ function sourceFromRow(content: unknown, isText: unknown): Uint8Array | string |
  * {@link VECTOR_SLICE_MS} ms, then one read of the best chunks' text (docs/knowledge-bases.md gives the
  * measured cost per 10k chunks and where it stops scaling).
  *
- * completeDocument stores chunks through `writer` (the SQLite writer thread by default, see
+ * createDocument commits the document and its upload through `writer` too (a few MB and an fsync off
+ * the event loop). completeDocument stores chunks through `writer` (the SQLite writer thread by default, see
  * src/store/sqlite/writer.ts), one write per slice (src/store/sqlite/knowledge-writes.ts), each awaited
  * before the next, so chat writes issued meanwhile commit between slices and the FTS5 work never runs
  * on the event loop: chunksPrepare sets the document back to `processing` and deletes chunks left by an
@@ -94,10 +95,6 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
     insertBase: db.prepare('INSERT INTO knowledge_bases (id, org_id, name, created_at) VALUES (?, ?, ?, ?)'),
     baseById: db.prepare('SELECT * FROM knowledge_bases WHERE org_id = ? AND id = ?'),
     basesByRef: db.prepare('SELECT * FROM knowledge_bases WHERE (id = @ref OR name = @ref) AND (@org IS NULL OR org_id = @org) ORDER BY created_at, id'),
-    insertDocument: db.prepare(
-      `INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-    insertSource: db.prepare('INSERT INTO document_sources (doc_id, content, is_text) VALUES (?, ?, ?)'),
     documentById: db.prepare('SELECT * FROM documents WHERE org_id = ? AND kb_id = ? AND id = ?'),
     pending: db.prepare(
       `SELECT d.*, s.content AS source_content, s.is_text AS source_is_text
@@ -114,12 +111,6 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
   /** Prepared vector-scan page statements, likewise. */
   const vectorPages = new Map<number, Database.Statement>();
   const hitsByRowid = new Map<number, Database.Statement>();
-
-  const createDocument = db.transaction((d: DocumentRecord, content: Uint8Array | string) => {
-    sql.insertDocument.run(d.id, d.org_id, d.knowledge_base_id, d.title, d.content_type, d.status, d.error,
-      d.chunk_count, d.bytes, d.created_at, d.updated_at);
-    sql.insertSource.run(d.id, content, typeof content === 'string' ? 1 : 0);
-  });
 
   const deleteDocument = db.transaction((orgId: string, kbId: string, id: string): boolean => {
     if (sql.deleteDocument.run(orgId, kbId, id).changes === 0) return false;
@@ -191,7 +182,7 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       return toPage(bases.rows([orgId], page), page, knowledgeBaseFromRow);
     },
     async createDocument(d, content) {
-      createDocument.immediate(d, content);
+      await writer.run('documentCreate', { doc: d, content });
     },
     async getDocument(orgId, kbId, id) {
       const r = sql.documentById.get(orgId, kbId, id) as Row | undefined;
