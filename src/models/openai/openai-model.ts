@@ -304,7 +304,8 @@ class StepAccumulator {
   private finishRaw: string | null = null;
   private callsFlushed = false;
   private usage: ModelUsage | undefined;
-  private readonly calls = new Map<number, ModelToolCall>();
+  /** Tool calls by index, made on the first fragment (most steps have none: a Map per live stream is ~200 bytes). */
+  private calls: Map<number, ModelToolCall> | undefined;
 
   constructor(private readonly apiKey: string | undefined) {}
 
@@ -370,10 +371,11 @@ class StepAccumulator {
     if (!Array.isArray(fragments)) return;
     fragments.forEach((frag, position) => {
       const index = typeof frag.index === 'number' ? frag.index : position;
-      let call = this.calls.get(index);
+      const calls = this.calls ??= new Map();
+      let call = calls.get(index);
       if (call === undefined) {
         call = { id: '', name: '', arguments: '' };
-        this.calls.set(index, call);
+        calls.set(index, call);
       }
       if (!call.id && typeof frag.id === 'string') call.id = frag.id;
       const fn = frag.function;
@@ -387,9 +389,11 @@ class StepAccumulator {
   private flushCalls(): void {
     if (this.callsFlushed) return;
     this.callsFlushed = true;
-    const indexes = [...this.calls.keys()].sort((a, b) => a - b);
+    const calls = this.calls;
+    if (calls === undefined) return;
+    const indexes = [...calls.keys()].sort((a, b) => a - b);
     for (const index of indexes) {
-      const call = this.calls.get(index)!;
+      const call = calls.get(index)!;
       if (!call.id) call.id = `call_${index}`;
       this.pending.push({ type: 'tool-call', call });
     }
@@ -400,7 +404,7 @@ class StepAccumulator {
     this.flushCalls();
     const parts: ModelPart[] = [];
     if (this.usage) parts.push({ type: 'usage', usage: this.usage });
-    parts.push({ type: 'finish', reason: mapFinish(this.finishRaw, this.calls.size > 0) });
+    parts.push({ type: 'finish', reason: mapFinish(this.finishRaw, this.calls !== undefined && this.calls.size > 0) });
     return parts;
   }
 }
