@@ -179,7 +179,8 @@ export function usePagedList<T>(load: (after: string | undefined) => Promise<Pag
   // A control that had the focus can vanish with a reload (the Revoke button of a key just revoked, the
   // row of a member just removed); the focus then falls to the page body. Put it on the page title, so
   // keyboard users continue from the page they are on.
-  useEffect(() => {
+  // A layout effect: the focus moves in the same task as the row goes, with no frame left on <body>.
+  useLayoutEffect(() => {
     if (items !== null && document.activeElement === document.body) document.getElementById('page-title')?.focus();
   }, [items]);
 

@@ -106,8 +106,9 @@ export function ConversationView({ session, conversationId, inbox, agents }: {
     return () => { gone = true; socket?.stop(); };
   }, [session, conversationId, inbox]);
 
-  // After an action, once its button is disabled and the others enabled, move the focus on.
-  useEffect(() => {
+  // After an action, once its button is disabled and the others enabled, move the focus on (in the same
+  // task as that render: a passive effect leaves a frame with the focus on <body>).
+  useLayoutEffect(() => {
     const target = focusNext.current;
     if (target === null || busy !== null) return;
     focusNext.current = null;
