@@ -45,6 +45,15 @@ function version1(dir: string): Database.Database {
   return db;
 }
 
+/** A database file at schema `version` (migrations 1 to `version` applied, foreign keys off for the fixtures). */
+function atVersion(dir: string, version: number): Database.Database {
+  const db = version1(dir);
+  db.pragma('foreign_keys = OFF');
+  for (const m of MIGRATIONS.slice(1, version)) db.exec(m);
+  db.pragma(`user_version = ${version}`);
+  return db;
+}
+
 const insertV1Message = (db: Database.Database, seq: number, id: string, conv: string, turn: string | null, role: string, content: string) =>
   db.prepare(`INSERT INTO messages (seq, id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
               VALUES (?, ?, ?, 'org_A', ?, ?, ?, '[]', '[]', NULL, 'completed', NULL, NULL, ?)`).run(seq, id, conv, turn, role, content, T0);
@@ -116,10 +125,7 @@ describe('sqlite: migrations', () => {
 
   it('migrates a version-2 directory: its API keys keep working (no expires_at) and the people tables start empty', async () => {
     const dir = tempDir();
-    const v2 = version1(dir);
-    v2.pragma('foreign_keys = OFF');
-    v2.exec(MIGRATIONS[1]!);
-    v2.pragma('user_version = 2');
+    const v2 = atVersion(dir, 2);
     v2.prepare(`INSERT INTO organizations VALUES ('org_A', 'Acme', ?)`).run(T0);
     v2.prepare(`INSERT INTO api_keys VALUES ('key_1', 'org_A', 'old', 'h1', 'abcd', ?, NULL)`).run(T0);
     v2.close();
@@ -133,11 +139,7 @@ describe('sqlite: migrations', () => {
 
   it('migrates a version-3 directory: agents allow every origin, conversations have no visitor token, tickets no sign-in', async () => {
     const dir = tempDir();
-    const v3 = version1(dir);
-    v3.pragma('foreign_keys = OFF');
-    v3.exec(MIGRATIONS[1]!);
-    v3.exec(MIGRATIONS[2]!);
-    v3.pragma('user_version = 3');
+    const v3 = atVersion(dir, 3);
     v3.prepare(`INSERT INTO agents (id, org_id, name, description, instructions, model_provider, model_name, knowledge_base_ids, tools, safety, published, public_key, created_at, updated_at)
       VALUES ('agt_1', 'org_A', 'Old', '', '', 'builtin', 'builtin', '[]', '[]', '{"blocked_phrases":[],"redact_pii":true,"blocked_message":"No."}', 0, NULL, ?, ?)`).run(T0, T0);
     v3.prepare(`INSERT INTO conversations VALUES ('conv_1', 'org_A', 'agt_1', 'active', '{}', ?, ?)`).run(T0, T0);
@@ -152,10 +154,7 @@ describe('sqlite: migrations', () => {
 
   it('migrates a version-4 directory: chunks stored before have no page, and new ones keep theirs', async () => {
     const dir = tempDir();
-    const v4 = version1(dir);
-    v4.pragma('foreign_keys = OFF');
-    for (const m of MIGRATIONS.slice(1, 4)) v4.exec(m);
-    v4.pragma('user_version = 4');
+    const v4 = atVersion(dir, 4);
     v4.prepare(`INSERT INTO knowledge_bases VALUES ('kb_1', 'org_A', 'Docs', ?)`).run(T0);
     v4.prepare(`INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
       VALUES ('doc_1', 'org_A', 'kb_1', 'Old', 'text/plain', 'ready', NULL, 1, 10, ?, ?)`).run(T0, T0);
@@ -176,10 +175,7 @@ describe('sqlite: migrations', () => {
 
   it('migrates a version-8 directory: its chunks stay searchable with no embedding, and new chunks keep theirs', async () => {
     const dir = tempDir();
-    const v8 = version1(dir);
-    v8.pragma('foreign_keys = OFF');
-    for (const m of MIGRATIONS.slice(1, 8)) v8.exec(m);
-    v8.pragma('user_version = 8');
+    const v8 = atVersion(dir, 8);
     v8.prepare(`INSERT INTO knowledge_bases VALUES ('kb_1', 'org_A', 'Docs', ?)`).run(T0);
     v8.prepare(`INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
       VALUES ('doc_1', 'org_A', 'kb_1', 'Old', 'text/plain', 'ready', NULL, 1, 10, ?, ?)`).run(T0, T0);
