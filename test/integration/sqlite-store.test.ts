@@ -54,6 +54,13 @@ function atVersion(dir: string, version: number): Database.Database {
   return db;
 }
 
+/** Knowledge base kb_1 with a ready document doc_1 titled 'Old' (the columns every schema version has). */
+function readyOldDocument(db: Database.Database): void {
+  db.prepare(`INSERT INTO knowledge_bases VALUES ('kb_1', 'org_A', 'Docs', ?)`).run(T0);
+  db.prepare(`INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
+    VALUES ('doc_1', 'org_A', 'kb_1', 'Old', 'text/plain', 'ready', NULL, 1, 10, ?, ?)`).run(T0, T0);
+}
+
 const insertV1Message = (db: Database.Database, seq: number, id: string, conv: string, turn: string | null, role: string, content: string) =>
   db.prepare(`INSERT INTO messages (seq, id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
               VALUES (?, ?, ?, 'org_A', ?, ?, ?, '[]', '[]', NULL, 'completed', NULL, NULL, ?)`).run(seq, id, conv, turn, role, content, T0);
@@ -155,9 +162,7 @@ describe('sqlite: migrations', () => {
   it('migrates a version-4 directory: chunks stored before have no page, and new ones keep theirs', async () => {
     const dir = tempDir();
     const v4 = atVersion(dir, 4);
-    v4.prepare(`INSERT INTO knowledge_bases VALUES ('kb_1', 'org_A', 'Docs', ?)`).run(T0);
-    v4.prepare(`INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
-      VALUES ('doc_1', 'org_A', 'kb_1', 'Old', 'text/plain', 'ready', NULL, 1, 10, ?, ?)`).run(T0, T0);
+    readyOldDocument(v4);
     v4.prepare(`INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body) VALUES ('chk_1', 'doc_1', 'kb_1', 'org_A', 0, 'Old', '', 'walrus migration notes')`).run();
     v4.close();
 
@@ -176,9 +181,7 @@ describe('sqlite: migrations', () => {
   it('migrates a version-8 directory: its chunks stay searchable with no embedding, and new chunks keep theirs', async () => {
     const dir = tempDir();
     const v8 = atVersion(dir, 8);
-    v8.prepare(`INSERT INTO knowledge_bases VALUES ('kb_1', 'org_A', 'Docs', ?)`).run(T0);
-    v8.prepare(`INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
-      VALUES ('doc_1', 'org_A', 'kb_1', 'Old', 'text/plain', 'ready', NULL, 1, 10, ?, ?)`).run(T0, T0);
+    readyOldDocument(v8);
     const { lastInsertRowid } = v8.prepare(`INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body, page)
       VALUES ('chk_1', 'doc_1', 'kb_1', 'org_A', 0, 'Old', '', 'narwhal tusk notes', NULL)`).run();
     v8.prepare('INSERT INTO chunks_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)').run(lastInsertRowid, 'Old', '', 'narwhal tusk notes');
