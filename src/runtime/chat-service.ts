@@ -18,7 +18,7 @@ import { LiveHub } from './live/live-hub.js';
 import { Supervisor, type ConversationActor, type ConversationLogic } from './supervisor.js';
 import { TurnChannel } from './turn/turn-channel.js';
 import { TurnRegistry } from './turn/turn-registry.js';
-import { createTurnRunLogic, type TurnRunnerDeps } from './turn/turn-runner.js';
+import { createTurnRunLogic, startTurn, type TurnRunnerDeps } from './turn/turn-runner.js';
 import { Turn } from './turn/turn.js';
 import { messageCreated } from './webhooks/event-data.js';
 
@@ -100,6 +100,7 @@ export class ChatService {
   private draining = false;
   private readonly opts: ChatServiceOptions;
   private readonly outbox: Outbox;
+  private readonly runnerDeps: TurnRunnerDeps;
 
   constructor(opts: ChatServiceOptions) {
     this.opts = opts;
@@ -124,6 +125,7 @@ export class ChatService {
       ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
       ...(opts.httpTools ? { httpTools: opts.httpTools } : {}),
     };
+    this.runnerDeps = runnerDeps;
     const turnLogic = createTurnRunLogic(runnerDeps);
     const logic = (opts.conversationLogic ?? conversationMachine).provide({ actors: { turn: turnLogic } });
     this.supervisor = new Supervisor({
@@ -181,7 +183,7 @@ export class ChatService {
     let message: MessageRecord;
     let stored: Promise<unknown>;
     let events: StoredEvent[] | undefined;
-    let actor: ConversationActor;
+    let actor: ConversationActor | undefined;
     let visitorToken: string | undefined;
     const isNew = input.conversation_id === undefined;
     if (isNew) {
@@ -204,7 +206,6 @@ export class ChatService {
       ], now) : undefined;
       stored = store.conversations.start(conversation, message, events);
       stored.catch(() => {});
-      actor = this.supervisor.acquire(conversation) as ConversationActor; // a new id has no crash record: never a promise
     } else {
       const existing = await store.conversations.get(orgId, input.conversation_id!);
       if (!existing || existing.agent_id !== agent.id) throw new AppError('not_found', 'No such conversation.');
@@ -227,20 +228,29 @@ export class ChatService {
       releaseSetup: release,
     });
     const request = { type: 'turn.requested', turn } as const;
-    const snapshot = actor.getSnapshot();
-    if (!snapshot.can(request)) {
-      if (snapshot.context.status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
-      throw new AppError('turn_in_progress', 'Too many messages are waiting for a reply in this conversation; wait for the current turn to finish.');
-    }
-    if (!isNew) {
+    if (actor === undefined) {
+      // A new conversation's actor always takes its first turn, and no other request can name the
+      // conversation yet: the turn starts first (its model request leaves now when it has nothing to
+      // load), then the actor is created and adopts the running turn (turn-runner.ts `startTurn`).
+      this.emitConversation(turn, visitorToken);
+      startTurn(turn, this.opts.maxToolSteps, this.runnerDeps);
+      actor = this.supervisor.acquire(conversation) as ConversationActor; // a new id has no crash record: never a promise
+      if (!actor.getSnapshot().can(request)) {
+        turn.withdraw('the conversation actor refused its first turn');
+        this.turns.discard(turnId);
+        throw new AppError('internal_error', 'The conversation could not take its first message; send it again.');
+      }
+    } else {
+      const snapshot = actor.getSnapshot();
+      if (!snapshot.can(request)) {
+        if (snapshot.context.status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
+        throw new AppError('turn_in_progress', 'Too many messages are waiting for a reply in this conversation; wait for the current turn to finish.');
+      }
       events = this.outbox.wants(orgId) ? this.outbox.events(orgId, [messageCreated(message, agent.id)], now) : undefined;
       stored = store.conversations.appendMessage(message, events);
       stored.catch(() => {});
+      this.emitConversation(turn, visitorToken);
     }
-    turn.emit(visitorToken === undefined
-      ? { type: 'conversation', conversation_id: conversation.id, turn_id: turnId }
-      : { type: 'conversation', conversation_id: conversation.id, turn_id: turnId, visitor_token: visitorToken });
-    this.turns.add(turn);
     // The turn may start now, so the model call overlaps the commit of the visitor message (an fsync
     // with synchronous=FULL). Nothing reaches the client before that commit: the channel, with every
     // event buffered so far, is only handed out once the message is durable.
@@ -263,6 +273,14 @@ export class ChatService {
     this.live.messageCreated(message);
     this.live.turnStarted(turn.channel, false);
     return turn.channel;
+  }
+
+  /** Emits the turn's first event, `conversation` (with the visitor token of a new public conversation), and registers the turn. */
+  private emitConversation(turn: Turn, visitorToken: string | undefined): void {
+    turn.emit(visitorToken === undefined
+      ? { type: 'conversation', conversation_id: turn.conversationId, turn_id: turn.id }
+      : { type: 'conversation', conversation_id: turn.conversationId, turn_id: turn.id, visitor_token: visitorToken });
+    this.turns.add(turn);
   }
 
   /**

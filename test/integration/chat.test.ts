@@ -473,6 +473,37 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     ]);
   });
 
+  it('sends the first turn of a new conversation to the model before creating its actor; later turns and retrieval wait for the actor', async () => {
+    // The order of two calls on the live service: the provider's stream() and the supervisor's acquire().
+    const chat = srv.parley.services.chat;
+    const provider = (chat as unknown as { opts: { models: { get(n: string): { stream: (...a: unknown[]) => unknown } } } }).opts.models.get('openai');
+    const order: string[] = [];
+    const stream = provider.stream;
+    const acquire = chat.supervisor.acquire;
+    provider.stream = function (this: unknown, ...args: unknown[]) { order.push('model'); return stream.apply(this, args); };
+    chat.supervisor.acquire = function (this: unknown, ...args: Parameters<typeof acquire>) { order.push('actor'); return acquire.apply(this, args); };
+    try {
+      const plain = await createAgent(srv, { name: 'Early bot', model: { provider: 'openai', name: 'mock-early' } });
+      const r1 = await chatOnce(srv, plain, { message: 'first' });
+      expect(r1.status).toBe(200);
+      expect(order).toEqual(['model', 'actor']);
+
+      order.length = 0;
+      const r2 = await chatOnce(srv, plain, { message: 'second', conversation_id: ((await r1.json()) as Json).conversation_id });
+      expect(r2.status).toBe(200);
+      expect(order).toEqual(['actor', 'model']); // history is loaded first
+
+      order.length = 0;
+      const withKnowledge = await createAgent(srv, { name: 'Early KB bot', model: { provider: 'openai', name: 'mock-early' }, knowledge_base_ids: [kbId] });
+      const r3 = await chatOnce(srv, withKnowledge, { message: QUESTION });
+      expect(r3.status).toBe(200);
+      expect(order).toEqual(['actor', 'model']); // retrieval runs first
+    } finally {
+      provider.stream = stream;
+      chat.supervisor.acquire = acquire;
+    }
+  });
+
   it('gives a queued turn the reply of the turn it waited for as history', async () => {
     // A runs on a slow echo model; B, queued behind it, is sent after the agent switched to mock-history.
     const agent = await createAgent(srv, { name: 'Queue history bot', model: { provider: 'openai', name: 'mock-slow-300' } });

@@ -28,7 +28,7 @@ import { toCitations } from '../../knowledge/citations.js';
 import type { KnowledgeSearch } from '../../knowledge/hybrid-search.js';
 import type { Logger } from '../../log/logger.js';
 import { checkSafety } from '../../moderation/safety-check.js';
-import type { ModelFinishReason, ModelMessage, ModelToolCall, ModelToolSpec } from '../../models/port.js';
+import type { ModelFinishReason, ModelMessage, ModelToolCall, ModelToolSpec, Passage } from '../../models/port.js';
 import type { ModelRegistry } from '../../models/registry.js';
 import type { TokenCounter } from '../../models/token-counter.js';
 import type { Store } from '../../store/ports.js';
@@ -146,15 +146,16 @@ function turnErrorOf(err: unknown): TurnError {
 
 /**
  * The turn actor's logic: `conversationMachine.provide({ actors: { turn: createTurnRunLogic(deps) } })`.
- * It runs the turn given as input and sends `turn.ended` to its conversation when it is over; a `cancel`
- * from the conversation cancels the turn. When the actor is stopped (its conversation crashed or shut
- * down) while the turn still runs, the turn is aborted and ends with a stored failed reply.
+ * It runs the turn given as input (or adopts its run when the runtime started it early, see
+ * {@link startTurn}) and sends `turn.ended` to its conversation when it is over; a `cancel` from the
+ * conversation cancels the turn. When the actor is stopped (its conversation crashed or shut down) while
+ * the turn still runs, the turn is aborted and ends with a stored failed reply.
  */
 export function createTurnRunLogic(deps: TurnRunnerDeps) {
   return fromCallback<TurnCommand, TurnInput>(({ input, sendBack, receive }) => {
     const turn = input.turn as Turn;
     receive((cmd) => { if (cmd.type === 'cancel') turn.cancel(cmd.reason); });
-    void runTurn(turn, input.maxSteps, deps, (output) => sendBack({ type: 'turn.ended', output } satisfies TurnEnded));
+    void startTurn(turn, input.maxSteps, deps).then((output) => sendBack({ type: 'turn.ended', output } satisfies TurnEnded));
     return () => {
       if (!turn.ended) turn.abort(new AppError('internal_error', 'The conversation stopped during this turn; send the message again.'));
     };
@@ -163,15 +164,25 @@ export function createTurnRunLogic(deps: TurnRunnerDeps) {
 
 const WITHDRAWN = { type: 'api_error', code: 'internal_error', message: 'The turn was withdrawn.' } as const;
 
-/** Runs a turn to its end and reports how it ended, exactly once; never rejects. */
+/**
+ * Starts the turn's work (steps 1 to 4) unless it already started, and returns its run (kept on the turn
+ * as `turn.run`): a promise of how it ended that never rejects. The turn actor calls it when its
+ * conversation invokes it. The runtime calls it earlier for the first turn of a new conversation, whose
+ * actor always takes it at once: when the turn needs neither history nor retrieval, its set-up is
+ * synchronous, so the model request leaves before the conversation actor is even created (that
+ * creation, about 0.3 ms, then overlaps the model's time to first token). Nothing of the turn reaches a
+ * client earlier for it: its channel is still handed out once the visitor message is durable.
+ */
+export function startTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<TurnOutput> {
+  if (turn.run !== undefined) return turn.run;
+  const run = runSteps(turn, maxSteps, deps).finally(() => turn.setupDone());
+  turn.run = run;
+  return run;
+}
+
+/** Runs a turn to its end (or waits for its run, when it started already) and reports how it ended, exactly once; never rejects. */
 export async function runTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, ended: (output: TurnOutput) => void): Promise<void> {
-  let output: TurnOutput;
-  try {
-    output = await runSteps(turn, maxSteps, deps);
-  } finally {
-    turn.setupDone();
-  }
-  ended(output);
+  ended(await startTurn(turn, maxSteps, deps));
 }
 
 async function runSteps(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<TurnOutput> {
@@ -214,7 +225,8 @@ function stoppedAs(turn: Turn): 'cancelled' | 'handoff' | undefined {
 /** Steps 1-3; resolves with the finish reason, rejects with the failure. */
 async function generateReply(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<FinishReason> {
   ensureAlive(turn, 'prepare', deps.logger);
-  await prepare(turn, deps);
+  const prepared = prepare(turn, deps);
+  if (prepared !== undefined) await prepared;
   let stopped = stoppedAs(turn);
   if (stopped) return stopped;
   for (let step = 1; ; step++) {
@@ -240,14 +252,25 @@ async function generateReply(turn: Turn, maxSteps: number, deps: TurnRunnerDeps)
   }
 }
 
-async function prepare(turn: Turn, deps: TurnRunnerDeps): Promise<void> {
-  const { store } = deps;
-  const [history, passages] = await Promise.all([
-    turn.newConversation ? Promise.resolve([]) : store.conversations.history(turn.conversationId, deps.historyLimit),
-    turn.agent.knowledge_base_ids.length > 0 && deps.retrievalK > 0
-      ? deps.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK)
-      : Promise.resolve([]),
-  ]);
+/**
+ * Step 1: the model context. Synchronous (returns undefined) when there is nothing to load: a new
+ * conversation has no history, and an agent without knowledge (or with retrievalK 0) retrieves nothing.
+ */
+function prepare(turn: Turn, deps: TurnRunnerDeps): Promise<void> | undefined {
+  const loadHistory = !turn.newConversation;
+  const retrieve = turn.agent.knowledge_base_ids.length > 0 && deps.retrievalK > 0;
+  if (!loadHistory && !retrieve) {
+    setContext(turn, [], []);
+    return undefined;
+  }
+  return Promise.all([
+    loadHistory ? deps.store.conversations.history(turn.conversationId, deps.historyLimit) : [],
+    retrieve ? deps.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK) : [],
+  ]).then(([history, passages]) => setContext(turn, history, passages));
+}
+
+/** The turn's model messages (instructions, history, its question) and retrieved passages. */
+function setContext(turn: Turn, history: MessageRecord[], passages: Passage[]): void {
   const messages: ModelMessage[] = [];
   if (turn.agent.instructions) messages.push({ role: 'system', content: turn.agent.instructions });
   for (const m of history) {

@@ -4,8 +4,10 @@
  * Ownership and lifetime:
  * - ChatService.send creates it when a visitor message is accepted, emits its `conversation` event and
  *   registers it in the TurnRegistry, then hands it to the conversation actor in `turn.requested`.
- * - The conversation actor queues it and, when its turn comes, invokes the turn machine with it as
- *   `input`; the machine's `run` callback (turn-runner.ts) does the work on this object alone. Nothing
+ * - The conversation actor queues it and, when its turn comes, invokes the turn actor with it as
+ *   `input`; the actor's callback (turn-runner.ts) does the work on this object alone. The first turn of
+ *   a new conversation is started by ChatService just before its actor is created, and the actor adopts
+ *   that run (`run` below) instead of starting another. Nothing
  *   looks a running turn up by id, except transport requests that name one (resume, cancel) through the
  *   registry.
  * - It ends exactly once: `done` or `error` on its channel (the runner), or `withdraw` (its visitor
@@ -13,7 +15,7 @@
  *   only its channel, for resume, for a bounded time and size.
  * - The model context below (messages, passages, text, tool runs, usage) is written only by the runner.
  */
-import type { CancelReason } from '../../../actors/turn/turn.types.js';
+import type { CancelReason, TurnOutput } from '../../../actors/turn/turn.types.js';
 import type { ModelMessage, Passage } from '../../models/port.js';
 import type { AgentRecord } from '../../store/records.js';
 import type { StreamEvent } from '../../vocabulary/stream-event.js';
@@ -72,6 +74,8 @@ export class Turn {
   readonly acceptedAt = performance.now();
   modelCalledAt = 0;
   firstTokenAt = 0;
+  /** The turn's work once started (turn-runner.ts `startTurn`): how it ended; never rejects. */
+  run: Promise<TurnOutput> | undefined;
   private withdrawnBecause: string | undefined;
   private releaseSetup: (() => void) | undefined;
 
