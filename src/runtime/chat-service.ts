@@ -234,12 +234,20 @@ export class ChatService {
       // load), then the actor is created and adopts the running turn (turn-runner.ts `startTurn`).
       this.emitConversation(turn, visitorToken);
       startTurn(turn, this.opts.maxToolSteps, this.runnerDeps);
-      actor = this.supervisor.acquire(conversation) as ConversationActor; // a new id has no crash record: never a promise
-      if (!actor.getSnapshot().can(request)) {
-        turn.withdraw('the conversation actor refused its first turn');
+      // Should the actor not come up, the running turn stops and writes nothing, as it did when the
+      // actor came first: the stored message is then a question without a turn (recovery closes it).
+      const refuse: (why: string) => never = (why) => {
+        turn.withdraw(why);
         this.turns.discard(turnId);
         throw new AppError('internal_error', 'The conversation could not take its first message; send it again.');
+      };
+      try {
+        actor = this.supervisor.acquire(conversation) as ConversationActor; // a new id has no crash record: never a promise
+      } catch (err) {
+        this.opts.logger.error({ err, conversation_id: conversation.id }, 'could not create a conversation actor');
+        refuse('the conversation actor could not be created');
       }
+      if (!actor.getSnapshot().can(request)) refuse('the conversation actor refused its first turn');
     } else {
       const snapshot = actor.getSnapshot();
       if (!snapshot.can(request)) {

@@ -504,6 +504,29 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     }
   });
 
+  it('stops the early turn and stores no reply when the new conversation actor cannot be created (500 internal_error)', async () => {
+    const chat = srv.parley.services.chat;
+    const acquire = chat.supervisor.acquire;
+    const agent = await createAgent(srv, { name: 'No actor bot', model: { provider: 'openai', name: 'mock-no-actor' } });
+    chat.supervisor.acquire = () => { throw new Error('actor creation failed (test)'); };
+    let r: Response;
+    try {
+      r = await chatOnce(srv, agent, { message: 'will this be answered?' });
+    } finally {
+      chat.supervisor.acquire = acquire;
+    }
+    expect(r.status).toBe(500);
+    expect(((await r.json()) as Json).error.code).toBe('internal_error');
+    // The model call had left before the actor was asked for; it is stopped and writes nothing. A second
+    // turn of the same model, sent after it, answers fully: had the first gone on, it would have ended first.
+    const list = (await (await srv.api(`/v1/conversations?agent_id=${agent}`)).json()) as Json;
+    expect(list.data).toHaveLength(1);
+    const later = await chatOnce(srv, agent, { message: 'and this one?' });
+    expect(later.status).toBe(200);
+    const msgs = await listMessages(srv, list.data[0].id);
+    expect(msgs.map((m) => [m.role, m.content])).toEqual([['visitor', 'will this be answered?']]);
+  });
+
   it('gives a queued turn the reply of the turn it waited for as history', async () => {
     // A runs on a slow echo model; B, queued behind it, is sent after the agent switched to mock-history.
     const agent = await createAgent(srv, { name: 'Queue history bot', model: { provider: 'openai', name: 'mock-slow-300' } });
