@@ -498,6 +498,8 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
       const r3 = await chatOnce(srv, withKnowledge, { message: QUESTION });
       expect(r3.status).toBe(200);
       expect(order).toEqual(['actor', 'model']); // retrieval runs first
+      // A new conversation has no history: the model gets no earlier turn.
+      expect((mock.requests.at(-1)!.body.messages ?? []).filter((m) => m.role === 'assistant')).toEqual([]);
     } finally {
       provider.stream = stream;
       chat.supervisor.acquire = acquire;
@@ -516,7 +518,7 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
       chat.supervisor.acquire = acquire;
     }
     expect(r.status).toBe(500);
-    expect(((await r.json()) as Json).error.code).toBe('internal_error');
+    expect(((await r.json()) as Json).error).toMatchObject({ code: 'internal_error', message: 'The conversation could not take its first message; send it again.' });
     // The model call had left before the actor was asked for; it is stopped and writes nothing. A second
     // turn of the same model, sent after it, answers fully: had the first gone on, it would have ended first.
     const list = (await (await srv.api(`/v1/conversations?agent_id=${agent}`)).json()) as Json;
