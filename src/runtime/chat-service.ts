@@ -236,18 +236,15 @@ export class ChatService {
       startTurn(turn, this.opts.maxToolSteps, this.runnerDeps);
       // Should the actor not come up, the running turn stops and writes nothing, as it did when the
       // actor came first: the stored message is then a question without a turn (recovery closes it).
-      const refuse: (why: string) => never = (why) => {
-        turn.withdraw(why);
-        this.turns.discard(turnId);
-        throw new AppError('internal_error', 'The conversation could not take its first message; send it again.');
-      };
       try {
         actor = this.supervisor.acquire(conversation) as ConversationActor; // a new id has no crash record: never a promise
+        if (!actor.getSnapshot().can(request)) throw new Error('the conversation actor refused its first turn');
       } catch (err) {
-        this.opts.logger.error({ err, conversation_id: conversation.id }, 'could not create a conversation actor');
-        refuse('the conversation actor could not be created');
+        this.opts.logger.error({ err, conversation_id: conversation.id }, 'a new conversation could not take its first turn');
+        turn.withdraw('the conversation actor could not take its first turn');
+        this.turns.discard(turnId);
+        throw new AppError('internal_error', 'The conversation could not take its first message; send it again.');
       }
-      if (!actor.getSnapshot().can(request)) refuse('the conversation actor refused its first turn');
     } else {
       const snapshot = actor.getSnapshot();
       if (!snapshot.can(request)) {

@@ -180,11 +180,6 @@ export function startTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): P
   return run;
 }
 
-/** Runs a turn to its end (or waits for its run, when it started already) and reports how it ended, exactly once; never rejects. */
-export async function runTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps, ended: (output: TurnOutput) => void): Promise<void> {
-  ended(await startTurn(turn, maxSteps, deps));
-}
-
 async function runSteps(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<TurnOutput> {
   let finishReason: FinishReason;
   try {
