@@ -99,6 +99,21 @@ describe('parseDocument (markdown)', () => {
     ]);
   });
 
+  it.each([
+    ['an escape', 'Use \\*not emphasis\\* here.', 'Use *not emphasis* here.'],
+    ['inline HTML and an autolink', 'A <span>tagged</span> word and <https://a.example/x>.', 'A tagged word and https://a.example/x.'],
+    ['a link and an image', 'See [the docs](https://a.example "T") and ![a chart](c.png).', 'See the docs and a chart.'],
+    ['emphasis with stars', 'It is **very** *much* so.', 'It is very much so.'],
+    ['emphasis with underscores', 'It is __very__ _much_ so.', 'It is very much so.'],
+    ['a code span', 'Call `fs.open()` first.', 'Call fs.open() first.'],
+    ['strikethrough', 'It is ~~old~~ new.', 'It is old new.'],
+    ['plain text with a bare URL, an e-mail, an entity and a hard break', 'Mail me@a.example or see www.a.example &amp; more  \nnext line.', 'Mail me@a.example or see www.a.example & more next line.'],
+    ['plain text with runs of spaces and a tab', 'Two  spaces\tand a tab.', 'Two spaces and a tab.'],
+    ['plain text with a no-break space', 'A\u00a0B C.', 'A B C.'],
+  ])('reduces a paragraph with %s to its text', (_label, markdown, text) => {
+    expect(parseDocument(`# H\n\n${markdown}\n`, 'text/markdown')).toEqual([{ heading: 'H', paragraphs: [text] }]);
+  });
+
   it('keeps the text of HTML tables, one row per line', () => {
     const html = '# T\n\n<table>\n  <tr><th>Constant</th><th>Description</th></tr>\n  <tr>\n    <td><code>SIGINT</code></td>\n    <td>Interrupt\n    (<kbd>Ctrl</kbd>+<kbd>C</kbd>).</td>\n  </tr>\n</table>\n';
     expect(parseDocument(html, 'text/markdown')).toEqual([
