@@ -1,4 +1,4 @@
-import { describe, it, expect } from 'vitest';
+import { beforeAll, describe, it, expect } from 'vitest';
 import { chunkSections, type ChunkOptions } from '../../src/knowledge/chunker.js';
 import { splitSentences } from '../../src/text/sentences.js';
 import { markdownNestingDepth, parseDocument, type Section } from '../../src/knowledge/parse-document.js';
@@ -56,7 +56,12 @@ Text in a fourth-level section that should keep the top-level heading and the tw
 `;
 
 describe('parseDocument (markdown)', () => {
-  const sections = parseDocument(MARKDOWN, 'text/markdown');
+  // Parsed in a hook, not while collecting: a parser that throws then fails the tests instead of
+  // leaving the file with no tests (which a mutation run counts as surviving).
+  let sections: Section[] = [];
+  beforeAll(() => {
+    sections = parseDocument(MARKDOWN, 'text/markdown');
+  });
 
   it('builds heading paths of at most three levels without markup', () => {
     expect(sections.map((s) => s.heading)).toEqual([
