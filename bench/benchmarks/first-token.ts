@@ -16,7 +16,6 @@ import {
   type Ctx, type TargetName,
 } from './common.js';
 
-/** An open-loop level: C concurrent streams of `deltas` deltas, first after `ttftMs`, one per 20 ms after. */
 /**
  * Turns each target serves (8 at a time) before anything is measured. 200 left Parley's V8 still
  * optimizing its turn path through the C=1 window: measured here, V8's compiler threads spent 1.0 ms of
@@ -25,6 +24,7 @@ import {
  */
 const WARMUP_TURNS = 2000;
 
+/** An open-loop level: C concurrent streams of `deltas` deltas, first after `ttftMs`, one per 20 ms after. */
 interface Level { label: string; concurrency: number; deltas: number; ttftMs: number; model: string; windowMs: number; rounds: number }
 
 export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
