@@ -428,8 +428,11 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
         sendJson(res, 413, { error: { message: 'request body too large', type: 'invalid_request_error' } });
         return;
       }
-      if (path === '/v1/embeddings') handleEmbeddings(req, res, Buffer.concat(chunks));
-      else handleChat(req, res, Buffer.concat(chunks));
+      const raw = Buffer.concat(chunks);
+      // The request (and this closure) lives as long as a streamed answer does: keep no copy of the body.
+      chunks.length = 0;
+      if (path === '/v1/embeddings') handleEmbeddings(req, res, raw);
+      else handleChat(req, res, raw);
     });
     req.on('error', () => res.destroy());
   });

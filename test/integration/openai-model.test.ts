@@ -4,8 +4,10 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
-import { createOpenAIProvider } from '../../src/models/openai/openai-model.js';
+import { createOpenAIProvider, OneShotBody } from '../../src/models/openai/openai-model.js';
 import { AppError } from '../../src/errors/app-error.js';
 import type { ModelMessage, ModelPart, ModelTurnInput, Passage } from '../../src/models/port.js';
 import { startMockUpstream, type MockUpstream } from '../helpers/mock-upstream.js';
@@ -312,6 +314,62 @@ describe('openai provider against a paced mock upstream', () => {
     expect(parts).toHaveLength(3);
     expect(parts.every((p) => p.type === 'text-delta')).toBe(true);
     await vi.waitFor(() => expect(mock.activeStreams()).toBe(0), { timeout: 2_000 });
+  });
+
+  // Three ways a body goes out: a short JSON string as it is, a body of up to 2 KiB as one Buffer (here
+  // 600 two-byte characters: past the string limit in characters, under 2 KiB in bytes), a longer one
+  // as a one-shot iterable with its content-length. A wrong byte count would cut the JSON the mock parses.
+  it.each([
+    ['a short body', 'x'.repeat(100)],
+    ['a body just under 2 KiB in UTF-8', 'ü'.repeat(600)],
+    ['a body just over 2 KiB in UTF-8', 'ü'.repeat(1_000)],
+  ])('sends %s whole, with a content-length and no chunked encoding', async (_label, content) => {
+    mock.reset();
+    const ac = new AbortController();
+    const step = provider.stream(turn('gpt-test', [{ role: 'user', content }]), ac.signal, (part) => {
+      if (part.type === 'text-delta') ac.abort(new Error('enough'));
+    });
+    await expect(step).rejects.toThrow('enough');
+    const [request] = mock.requests;
+    expect(request!.body.messages).toEqual([{ role: 'user', content }]);
+    expect(request!.headers['transfer-encoding']).toBeUndefined();
+    expect(Number(request!.headers['content-length'])).toBeGreaterThan(Buffer.byteLength(content));
+  });
+
+  it('OneShotBody yields its bytes once, then is done', () => {
+    const body = new OneShotBody(Buffer.from('abc'));
+    expect([...body].map((b) => b.toString())).toEqual(['abc']);
+    expect(body.next()).toEqual({ done: true, value: undefined });
+  });
+
+  it('sends a body of a few MB whole (content-length, no chunking) and lets go of its bytes while the answer streams', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const settle = async (): Promise<number> => {
+      for (let i = 0; i < 3; i++) { gc(); await new Promise((r) => setTimeout(r, 20)); }
+      return process.memoryUsage().arrayBuffers;
+    };
+    // 2 bytes per 'é' in UTF-8: 4 MB of body from 2M characters, so a length in characters would be wrong.
+    const prompt = `${'é'.repeat(2_000_000)} end`;
+    mock.reset();
+    const before = await settle();
+    const ac = new AbortController();
+    let firstDelta!: () => void;
+    const streaming = new Promise<void>((resolve) => { firstDelta = resolve; });
+    const step = provider.stream(turn('gpt-test', [{ role: 'system', content: prompt }, { role: 'user', content: 'hi' }]), ac.signal, (part) => {
+      if (part.type === 'text-delta') firstDelta();
+    });
+    step.catch(() => undefined);
+    await streaming;
+    const during = await settle();
+    ac.abort(new Error('test done'));
+    await expect(step).rejects.toThrow('test done');
+    // A Buffer body kept by undici's Request would hold 4 MB of array-buffer memory until the stream ends.
+    expect(during - before).toBeLessThan(1_000_000);
+    const [request] = mock.requests;
+    expect(request!.body.messages?.[0]).toEqual({ role: 'system', content: prompt });
+    expect(request!.headers['transfer-encoding']).toBeUndefined();
+    expect(Number(request!.headers['content-length'])).toBeGreaterThan(4_000_000);
   });
 
   it('a consumer that throws ends the step with its error and closes the upstream stream', async () => {

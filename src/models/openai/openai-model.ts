@@ -85,6 +85,17 @@ const MAX_ERROR_BODY = 16 * 1024;
 const MAX_UPSTREAM_MESSAGE = 200;
 
 /**
+ * Request bodies up to this many bytes go to undici as one Buffer, which its Request object keeps until
+ * the response ends; larger ones go as a {@link OneShotBody}, which lets go of the bytes once they are
+ * written to the socket. A streamed answer can last minutes, and the body (system prompt, passages,
+ * history) is the largest thing a live stream would otherwise hold. Measured at 3,000 live streams of an
+ * agent with a 6,000-character prompt: 34.8 KiB of RSS per stream with a Buffer body, 29.6 with this
+ * (30.2 with no prompt); the added first token at one stream did not move (bench/: connections has the
+ * row). Short bodies keep undici's plain path, which has no promise hop per request.
+ */
+export const RETAINED_BODY_MAX_BYTES = 2048;
+
+/**
  * Creates the `openai` provider for one OpenAI-compatible endpoint.
  *
  * `stream(input, signal)` POSTs `{model, messages, stream: true, stream_options: {include_usage: true},
@@ -285,11 +296,52 @@ function streamStep(ctx: StreamContext, input: ModelTurnInput, signal: AbortSign
     };
 
     try {
-      ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers: ctx.headers, body: JSON.stringify(buildRequest(input)) }, handler);
+      const json = JSON.stringify(buildRequest(input));
+      if (json.length <= RETAINED_BODY_MAX_BYTES / 3) {
+        // At most 3 UTF-8 bytes per UTF-16 code unit: this body is at most RETAINED_BODY_MAX_BYTES.
+        ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers: ctx.headers, body: json }, handler);
+      } else {
+        const bytes = Buffer.from(json, 'utf8');
+        if (bytes.byteLength <= RETAINED_BODY_MAX_BYTES) {
+          ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers: ctx.headers, body: bytes }, handler);
+        } else {
+          const headers = { ...ctx.headers, 'content-length': String(bytes.byteLength) };
+          // undici's Dispatcher.md documents Iterable bodies for dispatch(); its .d.ts does not list them.
+          const body = new OneShotBody(bytes) as unknown as Dispatcher.DispatchOptions['body'];
+          ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers, body }, handler);
+        }
+      }
     } catch (err) {
       finish(new AppError('model_unavailable', `Model upstream connection failed (${errorCode(err)}).`, { cause: err }));
     }
   });
+}
+
+/**
+ * A request body that yields its bytes once and then drops them: undici keeps the body object of a
+ * request until the response ends (lib/core/request.js keeps `this.body`), and a Buffer body would stay
+ * with every live stream. undici writes an iterable body with the `content-length` header given (no
+ * chunked encoding), header and bytes corked into one write.
+ */
+export class OneShotBody implements Iterable<Buffer>, Iterator<Buffer, undefined> {
+  #bytes: Buffer | null;
+
+  /** `bytes`: the whole body; the caller sends `content-length: bytes.byteLength`. */
+  constructor(bytes: Buffer) {
+    this.#bytes = bytes;
+  }
+
+  [Symbol.iterator](): Iterator<Buffer, undefined> {
+    return this;
+  }
+
+  /** The bytes on the first call, then done; the bytes are no longer referenced from here. */
+  next(): IteratorResult<Buffer, undefined> {
+    const bytes = this.#bytes;
+    if (bytes === null) return { done: true, value: undefined };
+    this.#bytes = null;
+    return { done: false, value: bytes };
+  }
 }
 
 /**
