@@ -50,6 +50,10 @@ interface WsConnResult {
 /** The WebSocket sides: Parley (a fresh server) and the `ws` package's server (bench/baseline/ws-server.ts). */
 type WsSide = 'parley' | 'baseline';
 
+/** Length of the system prompt of the second Parley measurement, characters (ASCII: as many bytes). */
+const PROMPT_CHARS = 6000;
+const PROMPT_SENTENCE = 'You answer questions about the product, briefly, and cite the passages you use. ';
+
 export async function connections(ctx: Ctx): Promise<BenchOutcome> {
   const smoke = ctx.smoke;
   const n = smoke ? 200 : 10_000;
@@ -74,7 +78,8 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
   const notes: string[] = [];
   const servers: (Owned | undefined)[] = [];
 
-  const measure = async (t: TargetName, proc: Owned, spec: TargetSpec, warm: TargetSpec) => {
+  /** Measures `t`'s live streams on `proc`; the result goes to `results[t]`, or only to the caller when `store` is false. */
+  const measure = async (t: TargetName, proc: Owned, spec: TargetSpec, warm: TargetSpec, store = true): Promise<ConnResult> => {
     await sleep(startSettleMs);
     const rssAtStart = rssBytes(proc.pid);
     ctx.log(`connections: ${t}: RSS at start ${(rssAtStart / 2 ** 20).toFixed(1)} MiB; warm-up, then ${n} live streams at ${rate}/s`);
@@ -99,7 +104,8 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
       bytesPerConnection: open.idle > 0 ? (rssOpen - rssBefore) / open.idle : Number.NaN,
     };
     ctx.log(`  ${open.idle}/${n} live (${open.refused} typed refusals retried, ${open.errors.server} server failures, ${open.errors.client} load-generator limits ${JSON.stringify(open.errors.byCode)}), RSS ${(rssBefore / 2 ** 20).toFixed(1)} -> ${(rssOpen / 2 ** 20).toFixed(1)} MiB (${(r.bytesPerConnection / 1024).toFixed(2)} KiB/stream), after close ${(rssAfterClose / 2 ** 20).toFixed(1)} MiB`);
-    results[t] = r;
+    if (store) results[t] = r;
+    return r;
   };
 
   const wsResults: Partial<Record<WsSide, WsConnResult>> = {};
@@ -151,19 +157,29 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
       // A fresh Parley for the WebSocket rows (the one above will have held 10,000 SSE streams), and the ws baseline.
       startParleyServer(ctx.root, parleyOptions(ctx, mock.url)),
       startWsBaselineServer(ctx.root),
+      // A fresh Parley for the streams of an agent with a long system prompt.
+      startParleyServer(ctx.root, parleyOptions(ctx, mock.url, { PARLEY_MODEL_TIMEOUT_MS: '900000', PARLEY_OPENAI_CONNECTIONS: String(upstreamConnections) })),
     ] as const);
     for (const r of started) if (r.status === 'fulfilled') servers.push(r.value);
     const failure = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure) throw failure.reason;
-    const [parley, baseline, floor, portkey, parleyWs, wsBaseline] = started.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [
+    const [parley, baseline, floor, portkey, parleyWs, wsBaseline, parleyPrompt] = started.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [
       Awaited<ReturnType<typeof startParleyServer>>, Awaited<ReturnType<typeof startBaselineServer>>,
       Awaited<ReturnType<typeof startFloorServer>>, Awaited<ReturnType<typeof startPortkey>>,
       Awaited<ReturnType<typeof startParleyServer>>, Awaited<ReturnType<typeof startWsBaselineServer>>,
+      Awaited<ReturnType<typeof startParleyServer>>,
     ];
     const agent = await parley.createAgent('bench');
     const warmAgent = await parley.createAgent('mock-deltas-1');
     await measure('parley', parley, parleyTarget(parley, agent, true), parleyTarget(parley, warmAgent, true));
     await parley.stop(3000); // its turns keep streaming upstream after the clients left; free the mock
+
+    // The same with a realistic system prompt: what a live stream holds of its upstream request body.
+    const prompt = PROMPT_SENTENCE.repeat(Math.ceil(PROMPT_CHARS / PROMPT_SENTENCE.length)).slice(0, PROMPT_CHARS);
+    const promptAgent = await parleyPrompt.createAgent('bench', prompt);
+    const promptWarmAgent = await parleyPrompt.createAgent('mock-deltas-1', prompt);
+    const promptResult = await measure('parley', parleyPrompt, parleyTarget(parleyPrompt, promptAgent, true), parleyTarget(parleyPrompt, promptWarmAgent, true), false);
+    await parleyPrompt.stop(3000);
 
     await measure('baseline', baseline, baselineTarget(baseline, 'bench', true), baselineTarget(baseline, 'mock-deltas-1', true));
     await baseline.stop(3000);
@@ -199,10 +215,15 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
       ...perTarget((t) => (results[t] && direct ? results[t]!.bytesPerConnection / direct : null), ['direct']),
     };
     vsDirect.target = { text: '<= 2.0x direct per live stream', pass: smoke || vsDirect.parley === null ? null : vsDirect.parley <= 2 };
+    const withPrompt: Row = {
+      bench: 'connections', metric: `RSS per live SSE stream (${n}), agent with a ${PROMPT_CHARS.toLocaleString('en-US')}-character system prompt`, unit: 'KiB', better: 'lower',
+      ...perTarget((t) => (t === 'parley' ? promptResult.bytesPerConnection / 1024 : null)),
+    };
     const rows: Row[] = [
       atStart,
       kib,
       vsDirect,
+      withPrompt,
       row('live streams established', 'count', 'higher', (r) => r.open.idle),
       row('server failures while opening', 'count', 'lower', (r) => r.open.errors.server),
       row('typed refusals while opening (each retried after 1-2 s)', 'count', 'none', (r) => r.open.refused),
@@ -237,6 +258,7 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
     );
     notes.push(`one "stream" is a visitor's SSE stream after its first token, including the server's upstream request (Parley's pool cap raised to ${upstreamConnections} so none waits in the queue; the floor's likewise).`);
     notes.push('Parley keeps a turn running after its client leaves (by design), so its "after close" RSS still holds those turns.');
+    notes.push(`"agent with a ${PROMPT_CHARS}-character system prompt": a third, fresh Parley whose agent has ${PROMPT_CHARS} ASCII characters of instructions, so every upstream request carries them; Parley only (the peers have no agents).`);
     notes.push('Parley, the baseline, the floor and Portkey each hold one upstream socket per live stream (about 2 fds per visitor): see "server open fds".');
     notes.push(`WebSocket rows: ${n} idle chat sockets (WS /v1/agents/{agent_id}/chat/ws with Authorization: Bearer sk_... on the upgrade) on a fresh Parley, against bench/baseline/ws-server.ts (the ws package's server on node:http, the same Bearer check, no store) in the baseline column. A socket counts when the server answered its {"type":"ping"} with pong; ${wsConcurrency} handshakes in flight at a time. Only the server process's RSS is read (the client sockets live in the load generator, another process).`);
     for (const side of ['parley', 'baseline'] as const) {

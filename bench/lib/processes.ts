@@ -197,8 +197,8 @@ export interface ParleyProc extends Owned {
   organizationId: string;
   knowledgeBaseId: string;
   dataDir: string;
-  /** Creates an `openai` agent with this model name; returns its id. */
-  createAgent(model: string): Promise<string>;
+  /** Creates an `openai` agent with this model name (and `instructions`, its system prompt, default none); returns its id. */
+  createAgent(model: string, instructions?: string): Promise<string>;
 }
 
 /**
@@ -231,11 +231,11 @@ export async function startParleyServer(root: string, opts: { upstreamUrl?: stri
     url, port, apiKey, dataDir,
     organizationId: creds.organization_id ?? '',
     knowledgeBaseId: creds.knowledge_base_id ?? '',
-    async createAgent(model: string): Promise<string> {
+    async createAgent(model: string, instructions?: string): Promise<string> {
       const res = await fetch(`${url}/v1/agents`, {
         method: 'POST',
         headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'bench', model: { provider: 'openai', name: model }, knowledge_base_ids: [], tools: [] }),
+        body: JSON.stringify({ name: 'bench', model: { provider: 'openai', name: model }, knowledge_base_ids: [], tools: [], ...(instructions === undefined ? {} : { instructions }) }),
       });
       const body = (await res.json()) as { id?: string };
       if (res.status !== 201 && res.status !== 200) throw new Error(`create agent: ${res.status} ${JSON.stringify(body)}`);
