@@ -55,10 +55,6 @@ async function probeGaps(url: string, apiKey: string, agentId: string, stop: () 
   return { gaps: runs.flatMap((r) => r.gaps), firstTokens: runs.flatMap((r) => r.firstTokens) };
 }
 
-/**
- * Runs builtin-model chat streams one after another until `stop()` resolves true, and collects the gaps
- * between consecutive `token` events of the same stream, ms.
- */
 /** Creates a knowledge base; resolves its id. */
 async function createKnowledgeBase(url: string, apiKey: string, name: string): Promise<string> {
   const res = await fetch(`${url}/v1/knowledge-bases`, {
@@ -69,6 +65,10 @@ async function createKnowledgeBase(url: string, apiKey: string, name: string): P
   return body.id;
 }
 
+/**
+ * Runs builtin-model chat streams one after another until `stop()` resolves true, and collects the gaps
+ * between consecutive `token` events of the same stream, ms.
+ */
 async function streamGaps(url: string, apiKey: string, agentId: string, stop: () => boolean): Promise<{ gaps: number[]; firstTokens: number[] }> {
   const gaps: number[] = [];
   const firstTokens: number[] = [];
