@@ -302,4 +302,110 @@ describe('chunkSections', () => {
     expect(() => chunkSections([], { targetChars: 0 })).toThrow(RangeError);
     expect(() => chunkSections([], { targetChars: 3000, maxChars: 2000 })).toThrow(RangeError);
   });
+
+  it.each([
+    [{ targetChars: 0 }, 'chunk option targetChars must be an integer >= 1, got 0'],
+    [{ maxChars: 2.5 }, 'chunk option maxChars must be an integer >= 1, got 2.5'],
+    [{ overlapChars: -1 }, 'chunk option overlapChars must be an integer >= 0, got -1'],
+    [{ targetChars: 3000, maxChars: 2000 }, 'chunk option targetChars (3000) must not exceed maxChars (2000)'],
+  ])('says which option is wrong: %j', (options, message) => {
+    expect(() => chunkSections([], options)).toThrow(new RangeError(message));
+  });
+
+  it('accepts the smallest sizes (1 character, no overlap) and targetChars equal to maxChars', () => {
+    const texts = (o: ChunkOptions) => chunkSections([{ heading: '', paragraphs: ['abc'] }], o).map((c) => c.text);
+    expect(texts({ targetChars: 1, maxChars: 1, overlapChars: 0 })).toEqual(['a', 'b', 'c']);
+    expect(texts({ targetChars: 5, maxChars: 5, overlapChars: 0 })).toEqual(['abc']);
+  });
+
+  // Sizes small enough to follow by hand: target 20, max 30, no overlap; paragraphs are joined by '\n\n' (2).
+  const small: ChunkOptions = { targetChars: 20, maxChars: 30, overlapChars: 0 };
+  const a = (n: number) => 'a'.repeat(n);
+  const b = (n: number) => 'b'.repeat(n);
+  it.each([
+    ['fills up to targetChars exactly (10 + 2 + 8 = 20)', [a(10), b(8)], [`${a(10)}\n\n${b(8)}`]],
+    ['stops one past targetChars when the chunk is already half full (10 + 2 + 9 = 21)', [a(10), b(9)], [a(10), b(9)]],
+    ['lets a chunk under half of targetChars grow to maxChars (9 + 2 + 19 = 30)', [a(9), b(19)], [`${a(9)}\n\n${b(19)}`]],
+    ['never past maxChars (9 + 2 + 20 = 31)', [a(9), b(20)], [a(9), b(20)]],
+    ['counts every paragraph already in the chunk toward half of targetChars (4 + 2 + 4 = 10)', ['aaaa', 'bbbb', 'c'.repeat(12)], ['aaaa\n\nbbbb', 'c'.repeat(12)]],
+    ['trims paragraphs and drops empty ones', ['  lead  ', '   ', '\n', 'tail'], ['lead\n\ntail']],
+  ])('packs paragraphs: %s', (_label, paragraphs, expected) => {
+    expect(chunkSections([{ heading: 'H', paragraphs }], small).map((c) => c.text)).toEqual(expected);
+  });
+
+  it('keeps a paragraph of exactly maxChars whole rather than splitting its sentences', () => {
+    const paragraph = 'Alpha beta gamma. Delta epsil!';
+    expect(paragraph).toHaveLength(30);
+    expect(chunkSections([{ heading: 'H', paragraphs: ['zz', paragraph] }], small).map((c) => c.text)).toEqual(['zz', paragraph]);
+  });
+
+  it('joins the first sentence of a split paragraph to the chunk with a blank line, and trims an indented line that starts a chunk', () => {
+    expect(chunkSections([{ heading: 'H', paragraphs: ['zz', 'Alpha beta gamma. Delta epsilon!'] }], small).map((c) => c.text))
+      .toEqual(['zz\n\nAlpha beta gamma.', 'Delta epsilon!']);
+    expect(chunkSections([{ heading: 'H', paragraphs: ['First line is right here ok.\n    second line here'] }], small).map((c) => c.text))
+      .toEqual(['First line is right here ok.', 'second line here']);
+  });
+
+  it('splits an over-long sentence at spaces, keeping the line break before its first word', () => {
+    const o: ChunkOptions = { targetChars: 10, maxChars: 10, overlapChars: 0 };
+    expect(chunkSections([{ heading: 'H', paragraphs: ['Hi.\nalpha beta gamma delta'] }], o).map((c) => c.text))
+      .toEqual(['Hi.\nalpha', 'beta gamma', 'delta']);
+    expect(chunkSections([{ heading: 'H', paragraphs: ['abcdefghijklmnopqrstuvwxyz yz'] }], o).map((c) => c.text))
+      .toEqual(['abcdefghij', 'klmnopqrst', 'uvwxyz yz']);
+  });
+
+  it.each([
+    ['a section of 199 characters (100 + 2 + 97) goes into its child', 97, 1],
+    ['a section of 200 characters (100 + 2 + 98) keeps its own chunk', 98, 2],
+  ])('tiny sections: %s', (_label, second, count) => {
+    const chunks = chunkSections([
+      { heading: 'P', paragraphs: [a(100), b(second)] },
+      { heading: 'P > C', paragraphs: ['child'] },
+    ]);
+    expect(chunks.map((c) => c.heading)).toEqual(count === 1 ? ['P > C'] : ['P', 'P > C']);
+    expect(chunks[0]!.text).toBe(count === 1 ? `${a(100)}\n\n${b(second)}\n\nchild` : `${a(100)}\n\n${b(second)}`);
+  });
+
+  it.each([
+    ['', 'Intro', true],
+    ['', '', false],
+    ['Guide', 'Guide > Setup', true],
+    ['Guide', 'Guides > Setup', false],
+    ['Guide', 'Other', false],
+  ])('a tiny section headed %j goes into a next section headed %j: %s', (parent, child, merged) => {
+    const chunks = chunkSections([
+      { heading: parent, paragraphs: ['Tiny parent.'] },
+      { heading: child, paragraphs: ['Child text.'] },
+    ]);
+    expect(chunks.map((c) => [c.heading, c.text])).toEqual(merged
+      ? [[child, 'Tiny parent.\n\nChild text.']]
+      : [[parent, 'Tiny parent.'], [child, 'Child text.']]);
+  });
+
+  it.each([
+    // 'One two.' (8) 'Three four.' (11) 'Five six.' (9): the last sentence is 9 characters, the last two 21.
+    ['takes the last whole sentences that fit overlapChars (20: one sentence)', 20, 'Five six.\n\nSeven eight nine ten eleven.'],
+    ['takes a suffix of exactly overlapChars (21: two sentences)', 21, 'Three four. Five six.\n\nSeven eight nine ten eleven.'],
+  ])('overlap: %s', (_label, overlapChars, second) => {
+    const first = 'One two. Three four. Five six.';
+    const chunks = chunkSections([{ heading: 'H', paragraphs: [first, 'Seven eight nine ten eleven.'] }], { targetChars: 40, maxChars: 60, overlapChars });
+    expect(chunks.map((c) => c.text)).toEqual([first, second]);
+  });
+
+  it('shrinks the overlap so that the next chunk stays within maxChars', () => {
+    // max 45 - next paragraph 35 - separator 2 leaves 8 characters: less than 'Five six.' (9), so no overlap.
+    const first = 'One two. Three four. Five six.';
+    const next = 'Seven eight nine ten eleven twelve!';
+    expect(next).toHaveLength(35);
+    expect(chunkSections([{ heading: 'H', paragraphs: [first, next] }], { targetChars: 40, maxChars: 45, overlapChars: 20 }).map((c) => c.text))
+      .toEqual([first, next]);
+  });
+
+  it('finds the overlap at the end of a long chunk', () => {
+    // 20 sentences of 18 characters ('Item 10 ends here.' ... 'Item 29 ends here.'), 379 characters.
+    const first = Array.from({ length: 20 }, (_, i) => `Item ${i + 10} ends here.`).join(' ');
+    expect(first).toHaveLength(379);
+    const chunks = chunkSections([{ heading: 'H', paragraphs: [first, 'Final words follow now.'] }], { targetChars: 400, maxChars: 450, overlapChars: 40 });
+    expect(chunks.map((c) => c.text)).toEqual([first, 'Item 28 ends here. Item 29 ends here.\n\nFinal words follow now.']);
+  });
 });
