@@ -50,7 +50,7 @@ interface WsConnResult {
 /** The WebSocket sides: Parley (a fresh server) and the `ws` package's server (bench/baseline/ws-server.ts). */
 type WsSide = 'parley' | 'baseline';
 
-/** Length of the system prompt of the second Parley measurement, characters (ASCII: as many bytes). */
+/** Length of the system prompt of the agent in the prompt row (a Parley of its own), characters (ASCII: as many bytes). */
 const PROMPT_CHARS = 6000;
 const PROMPT_SENTENCE = 'You answer questions about the product, briefly, and cite the passages you use. ';
 
