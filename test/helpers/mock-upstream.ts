@@ -16,6 +16,8 @@
  * - `mock-deltas-<n>`: paced `"tok "` deltas like the `deltas` option, but `n` of them (first after the
  *   default TTFT, then one per shared tick), so one mock can serve streams of several lengths;
  * - `mock-deltas-<n>-ttft-<ms>`: the same with the first delta after <ms> ms instead of the default TTFT;
+ * - `mock-deltas-<n>-head-<bytes>`: like `mock-deltas-<n>`, with an `x-mock-padding` response header of
+ *   <bytes> characters (a large response head, sent before the first delta when the TTFT is over 0);
  * - `mock-big-<n>x<size>`: `n` content deltas of `size` characters each (`<i>:` then `x`s), written as fast
  *   as the socket takes them, for backpressure tests; `mock-big-<n>x<size>-every-<ms>`: the same, one delta every
  *   `<ms>` ms (a steady flow a reading client keeps up with);
@@ -124,7 +126,7 @@ type PlannedDelta =
 type Plan =
   | { kind: 'error' }
   | { kind: 'hang' }
-  | { kind: 'paced'; total: number; ttftMs: number }
+  | { kind: 'paced'; total: number; ttftMs: number; headBytes?: number }
   | { kind: 'fixed'; deltas: PlannedDelta[]; finish: string; ttftMs: number; cutAfter?: number; everyMs?: number };
 
 /** A stream paced by the shared ticker. */
@@ -214,7 +216,7 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
     }
   };
 
-  const startPaced = (res: http.ServerResponse, body: RecordedChatBody, total: number, ttftMs: number): void => {
+  const startPaced = (res: http.ServerResponse, body: RecordedChatBody, total: number, ttftMs: number, headBytes = 0): void => {
     const s: PacedStream = {
       res,
       id: `chatcmpl-mock-${++seq}`,
@@ -227,7 +229,7 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
       ttftTimer: undefined,
       line: undefined,
     };
-    res.writeHead(200, SSE_HEADERS);
+    res.writeHead(200, headBytes > 0 ? { ...SSE_HEADERS, 'x-mock-padding': 'p'.repeat(headBytes) } : SSE_HEADERS);
     if (ttftMs > 0) res.flushHeaders();
     paced.add(s);
     res.on('close', () => {
@@ -343,7 +345,7 @@ export async function startMockUpstream(opts: MockUpstreamOptions = {}): Promise
       }
       case 'paced':
         if (body.stream === true) {
-          startPaced(res, body, plan.total, plan.ttftMs);
+          startPaced(res, body, plan.total, plan.ttftMs, plan.headBytes);
         } else {
           const deltas = Array.from({ length: plan.total }, () => ({ content: 'tok ' }));
           answerFixed(res, body, { kind: 'fixed', deltas, finish: 'stop', ttftMs: plan.ttftMs });
@@ -582,6 +584,8 @@ function planFor(body: RecordedChatBody, cfg: { pacedDeltas: number | undefined;
     const deltas = Array.from({ length: Number(big[1]) }, (_, i) => ({ content: `${i}:`.padEnd(size, 'x') }));
     return { kind: 'fixed', deltas, finish: 'stop', ttftMs: cfg.defaultTtft, ...(big[3] === undefined ? {} : { everyMs: Number(big[3]) }) };
   }
+  const padded = /^mock-deltas-(\d+)-head-(\d+)$/.exec(model);
+  if (padded) return { kind: 'paced', total: Number(padded[1]), ttftMs: cfg.defaultTtft, headBytes: Number(padded[2]) };
   const sized = /^mock-deltas-(\d+)(?:-ttft-(\d+))?$/.exec(model);
   if (sized) return { kind: 'paced', total: Number(sized[1]), ttftMs: sized[2] !== undefined ? Number(sized[2]) : cfg.defaultTtft };
   const slow = /^mock-slow-(\d+)$/.exec(model);

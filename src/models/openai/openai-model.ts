@@ -241,9 +241,12 @@ function streamStep(ctx: StreamContext, input: ModelTurnInput, signal: AbortSign
         controller = c;
         if (pendingAbort) c.abort(pendingAbort);
       },
-      onResponseStart(_c, statusCode) {
+      onResponseStart(c, statusCode) {
         status = statusCode;
         lastActivity = performance.now();
+        // undici's controller keeps the response head's raw header Buffers (views into the socket read
+        // that carried them) as `rawHeaders` for the whole response; a streamed answer never reads them.
+        (c as { rawHeaders?: unknown }).rawHeaders = null;
       },
       onResponseData(c, chunk) {
         if (settled) return;
