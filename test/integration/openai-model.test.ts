@@ -316,13 +316,13 @@ describe('openai provider against a paced mock upstream', () => {
     await vi.waitFor(() => expect(mock.activeStreams()).toBe(0), { timeout: 2_000 });
   });
 
-  // Three ways a body goes out: a short JSON string as it is, a body of up to 2 KiB as one Buffer (here
-  // 600 two-byte characters: past the string limit in characters, under 2 KiB in bytes), a longer one
-  // as a one-shot iterable with its content-length. A wrong byte count would cut the JSON the mock parses.
+  // Two ways a body goes out: a short JSON string as it is, a longer one as a one-shot iterable with its
+  // content-length in bytes (here two-byte characters, so a count in characters would cut the JSON the
+  // mock parses).
   it.each([
     ['a short body', 'x'.repeat(100)],
-    ['a body just under 2 KiB in UTF-8', 'ü'.repeat(600)],
-    ['a body just over 2 KiB in UTF-8', 'ü'.repeat(1_000)],
+    ['a body just past the string limit', 'ü'.repeat(600)],
+    ['a body of 2 KB in UTF-8', 'ü'.repeat(1_000)],
   ])('sends %s whole, with a content-length and no chunked encoding', async (_label, content) => {
     mock.reset();
     const ac = new AbortController();

@@ -85,15 +85,16 @@ const MAX_ERROR_BODY = 16 * 1024;
 const MAX_UPSTREAM_MESSAGE = 200;
 
 /**
- * Request bodies up to this many bytes go to undici as one Buffer, which its Request object keeps until
- * the response ends; larger ones go as a {@link OneShotBody}, which lets go of the bytes once they are
- * written to the socket. A streamed answer can last minutes, and the body (system prompt, passages,
- * history) is the largest thing a live stream would otherwise hold. Measured at 3,000 live streams of an
- * agent with a 6,000-character prompt: 34.8 KiB of RSS per stream with a Buffer body, 29.6 with this
- * (30.2 with no prompt); the added first token at one stream did not move (bench/: connections has the
- * row). Short bodies keep undici's plain path, which has no promise hop per request.
+ * Request bodies of at most this many characters go to undici as a string, which its Request object keeps
+ * (as a Buffer, at most 3 UTF-8 bytes a character: about 2 KiB) until the response ends; longer ones go as
+ * a {@link OneShotBody}, which lets go of the bytes once they are written to the socket. A streamed answer
+ * can last minutes, and the body (system prompt, passages, history) is the largest thing a live stream
+ * would otherwise hold. Measured at 3,000 live streams of an agent with a 6,000-character prompt: 34.8 KiB
+ * of RSS per stream with a Buffer body, 29.6 with this (30.2 with no prompt); the added first token at one
+ * stream did not move (bench/: connections has the row). Short bodies keep undici's plain path, which has
+ * no promise hop per request.
  */
-export const RETAINED_BODY_MAX_BYTES = 2048;
+export const RETAINED_BODY_MAX_CHARS = 680;
 
 /**
  * Creates the `openai` provider for one OpenAI-compatible endpoint.
@@ -300,19 +301,14 @@ function streamStep(ctx: StreamContext, input: ModelTurnInput, signal: AbortSign
 
     try {
       const json = JSON.stringify(buildRequest(input));
-      if (json.length <= RETAINED_BODY_MAX_BYTES / 3) {
-        // At most 3 UTF-8 bytes per UTF-16 code unit: this body is at most RETAINED_BODY_MAX_BYTES.
+      if (json.length <= RETAINED_BODY_MAX_CHARS) {
         ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers: ctx.headers, body: json }, handler);
       } else {
         const bytes = Buffer.from(json, 'utf8');
-        if (bytes.byteLength <= RETAINED_BODY_MAX_BYTES) {
-          ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers: ctx.headers, body: bytes }, handler);
-        } else {
-          const headers = { ...ctx.headers, 'content-length': String(bytes.byteLength) };
-          // undici's Dispatcher.md documents Iterable bodies for dispatch(); its .d.ts does not list them.
-          const body = new OneShotBody(bytes) as unknown as Dispatcher.DispatchOptions['body'];
-          ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers, body }, handler);
-        }
+        const headers = { ...ctx.headers, 'content-length': String(bytes.byteLength) };
+        // undici's Dispatcher.md documents Iterable bodies for dispatch(); its .d.ts does not list them.
+        const body = new OneShotBody(bytes) as unknown as Dispatcher.DispatchOptions['body'];
+        ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers, body }, handler);
       }
     } catch (err) {
       finish(new AppError('model_unavailable', `Model upstream connection failed (${errorCode(err)}).`, { cause: err }));
