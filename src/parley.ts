@@ -91,7 +91,7 @@ export interface Parley {
 export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store } = {}): Promise<Parley> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   // API-key lookups (one per API-key request) are cached; revocations through this instance apply at once.
-  const store = withApiKeyCache(opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter }));
+  const store = withApiKeyCache(opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter, reader: config.sqliteReader }));
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
   const tokens = createWorkerTokenCounter();

@@ -19,6 +19,7 @@ const EnvSchema = z.object({
   PARLEY_DATA_DIR: z.string().default('./data'),
   PARLEY_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('full'),
   PARLEY_SQLITE_WRITER: z.enum(['worker', 'main']).default('worker'),
+  PARLEY_SQLITE_READER: z.enum(['worker', 'main']).default('worker'),
   PARLEY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PARLEY_BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
   PARLEY_DOCUMENT_LIMIT_BYTES: int(10 * 1024 * 1024, 1024),
@@ -105,6 +106,8 @@ export interface Config {
    * checkpoints never block the event loop), or `main`, group commit on the main thread.
    */
   sqliteWriter: 'worker' | 'main';
+  /** Where knowledge searches run: a reader thread (`worker`) or the main thread's connection (`main`). */
+  sqliteReader: 'worker' | 'main';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Cap on a JSON request body, bytes (413 body_too_large past it). */
   bodyLimitBytes: number;
@@ -217,6 +220,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: resolve(e.PARLEY_DATA_DIR),
     sqliteSynchronous: e.PARLEY_SQLITE_SYNCHRONOUS === 'full' ? 'FULL' : 'NORMAL',
     sqliteWriter: e.PARLEY_SQLITE_WRITER,
+    sqliteReader: e.PARLEY_SQLITE_READER,
     logLevel: e.PARLEY_LOG_LEVEL,
     bodyLimitBytes: e.PARLEY_BODY_LIMIT_BYTES,
     documentLimitBytes: e.PARLEY_DOCUMENT_LIMIT_BYTES,

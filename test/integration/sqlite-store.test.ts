@@ -5,13 +5,17 @@
  * temp dirs; no mocks; no wall-clock bounds.
  */
 import Database from 'better-sqlite3';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS, openDatabase } from '../../src/store/sqlite/database.js';
 import { GroupCommit } from '../../src/store/sqlite/group-commit.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { toChunkHit, type Bm25Search } from '../../src/store/sqlite/knowledge-search.js';
+import { createMainThreadReader, createWorkerReader } from '../../src/store/sqlite/reader.js';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { DocumentRecord, NewChunk } from '../../src/store/records.js';
 
 const T0 = '2025-01-01T00:00:00.000Z';
@@ -276,7 +280,8 @@ describe('sqlite: group commit', () => {
 });
 
 describe('sqlite: completeDocument in slices', () => {
-  async function withDocument(opts: Parameters<typeof createSqliteStore>[1] = { chunkSliceChunks: 1 }) {
+  // Searches on the main connection here: what a search sees is then exactly the state between two slices.
+  async function withDocument(opts: Parameters<typeof createSqliteStore>[1] = { chunkSliceChunks: 1, reader: 'main' }) {
     const dir = tempDir();
     const s = store(dir, opts);
     await s.knowledge.createBase({ id: 'kb_1', org_id: 'org_A', name: 'kb', created_at: T0 });
@@ -440,5 +445,108 @@ describe('sqlite: writer thread start', () => {
     expect((await s.knowledge.getDocument('org_A', 'kb_1', 'doc_1'))?.status).toBe('processing');
     // A failed insert (the same id again) reaches the caller.
     await expect(s.knowledge.createDocument(doc('doc_1'), 'again')).rejects.toThrow(/UNIQUE/);
+  });
+});
+
+describe('sqlite: reader thread (knowledge search)', () => {
+  /** This process's threads (Linux). */
+  const threads = () => readdirSync('/proc/self/task').length;
+  const bm25 = (match: string): Bm25Search => ({ match, orgId: 'org_A', kbIds: ['kb_1'], k: 10 });
+
+  /** A store (reader thread by default) with a ready document of chunks about quokkas in kb_1. */
+  async function withChunks(opts: Parameters<typeof createSqliteStore>[1] = {}) {
+    const dir = tempDir();
+    const s = store(dir, opts);
+    await s.knowledge.createBase({ id: 'kb_1', org_id: 'org_A', name: 'kb', created_at: T0 });
+    await s.knowledge.createDocument(doc('doc_1'), 'raw');
+    const drafts: NewChunk[] = [
+      { ord: 0, heading: 'Animals > Quokka', text: 'The quokka is a small wallaby that smiles.' },
+      { ord: 1, heading: 'Animals > Wombat', text: 'A wombat digs burrows; a quokka does not dig.' },
+      { ord: 2, heading: 'Plants', text: 'Eucalyptus trees shed their bark.' },
+    ];
+    expect(await s.knowledge.completeDocument('doc_1', drafts, T1)).toBe(true);
+    return { dir, s };
+  }
+
+  it('a search runs in the reader thread on its own connection: the first one starts it, and it still answers with the main connection closed', async () => {
+    const { s } = await withChunks();
+    const before = threads();
+    const hits = await s.knowledge.search('org_A', ['kb_1'], 'quokka', 10);
+    expect(threads()).toBe(before + 1);
+    // Same rows, same order and scores as the statement on the main thread's connection.
+    const main = createMainThreadReader(s.db);
+    expect(hits).toEqual((await main.search(bm25('"quokka"'))).map(toChunkHit));
+    expect(hits.map((h) => h.text)).toEqual(['The quokka is a small wallaby that smiles.', 'A wombat digs burrows; a quokka does not dig.']);
+    expect(hits[0]).toMatchObject({ document_id: 'doc_1', title: 'Big', heading: 'Animals > Quokka', page: null });
+    s.db.close();
+    expect((await s.knowledge.search('org_A', ['kb_1'], 'eucalyptus bark', 10)).map((h) => h.heading)).toEqual(['Plants']);
+  });
+
+  it('PARLEY_SQLITE_READER=main searches on the main connection: no thread starts', async () => {
+    const { s } = await withChunks({ reader: 'main' });
+    const before = threads();
+    expect((await s.knowledge.search('org_A', ['kb_1'], 'wombat', 10)).map((h) => h.heading)).toEqual(['Animals > Wombat']);
+    expect(threads()).toBe(before);
+  });
+
+  it('a search SQLite rejects fails alone with its SQLite error; the thread goes on serving', async () => {
+    const { dir } = await withChunks();
+    const reader = createWorkerReader(join(dir, 'parley.db'));
+    closers.push(() => reader.close());
+    const bad = reader.search(bm25('"unterminated'));
+    const good = reader.search(bm25('"wombat"'));
+    await expect(bad).rejects.toMatchObject({ code: 'SQLITE_ERROR', message: expect.stringMatching(/unterminated string/) });
+    expect((await good).map((r) => r[3])).toEqual(['Animals > Wombat']);
+  });
+
+  it('a reader thread that dies rejects the searches in flight, and the next search starts a new thread', async () => {
+    const { dir } = await withChunks();
+    const reader = createWorkerReader(join(dir, 'parley.db'));
+    closers.push(() => reader.close());
+    const before = threads();
+    // A malformed request makes the thread throw outside any search: it exits.
+    const malformed = reader.search({ ...bm25('"quokka"'), k: 'ten' } as unknown as Bm25Search);
+    const queued = reader.search(bm25('"quokka"'));
+    await expect(malformed).rejects.toThrow(/malformed request/);
+    await expect(queued).rejects.toThrow(/malformed request/);
+    while (threads() > before) await tick();
+    expect((await reader.search(bm25('"quokka"'))).map((r) => r[3])).toEqual(['Animals > Quokka', 'Animals > Wombat']);
+    expect(threads()).toBe(before + 1);
+  });
+
+  it('close() lets the searches in flight finish, stops the thread, and later searches reject', async () => {
+    const { dir } = await withChunks();
+    const before = threads();
+    const reader = createWorkerReader(join(dir, 'parley.db'));
+    const inFlight = reader.search(bm25('"bark"'));
+    const closed = reader.close();
+    expect((await inFlight).map((r) => r[3])).toEqual(['Plants']);
+    await closed;
+    expect(threads()).toBe(before);
+    await expect(reader.search(bm25('"bark"'))).rejects.toThrow(/closed/);
+    const main = createMainThreadReader(new Database(join(dir, 'parley.db')));
+    await main.close();
+    await expect(main.search(bm25('"bark"'))).rejects.toThrow(/closed/);
+  });
+
+  it('the main-thread reader turns an SQLite error into a rejected promise, not a throw', async () => {
+    const { s } = await withChunks({ reader: 'main' });
+    const main = createMainThreadReader(s.db);
+    const bad = main.search(bm25('"unterminated'));
+    await expect(bad).rejects.toMatchObject({ code: 'SQLITE_ERROR' });
+  });
+
+  it('an idle reader thread does not keep the process alive', async () => {
+    const { dir } = await withChunks();
+    const root = join(fileURLToPath(import.meta.url), '..', '..', '..');
+    const script = `import { createWorkerReader } from ${JSON.stringify(join(root, 'dist/src/store/sqlite/reader.js'))};
+      const r = createWorkerReader(${JSON.stringify(join(dir, 'parley.db'))});
+      const rows = await r.search({ match: '"quokka"', orgId: 'org_A', kbIds: ['kb_1'], k: 10 });
+      console.log(rows.length);`;
+    const file = join(dir, 'search-once.mjs');
+    writeFileSync(file, script);
+    // Without close(): the process must still end by itself once the search is answered.
+    const out = execFileSync(process.execPath, [file], { encoding: 'utf8', timeout: 15_000 });
+    expect(out.trim()).toBe('2');
   });
 });

@@ -1,5 +1,5 @@
 /**
- * What the worker threads load when they start: each ingestion worker and the SQLite writer thread load
+ * What the worker threads load when they start: each ingestion worker and the SQLite writer and reader threads load
  * their own copy of their modules, so a heavy one (zod: ~60 ms of CPU) is paid by every thread start.
  * Reads the compiled modules in dist/ (`npm test` builds first).
  */
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 describe('worker thread modules', () => {
-  it('the compiled ingestion worker and SQLite writer thread load without zod (each thread would pay ~60 ms of CPU)', () => {
+  it('the compiled ingestion worker and SQLite writer and reader threads load without zod (each thread would pay ~60 ms of CPU)', () => {
     // A module resolve hook (node:module register) prints every module URL resolved while each worker
     // module loads; the same hook run on a module that does use zod shows the probe can see it.
     const hook = `export async function resolve(s, c, next) { const r = await next(s, c); process.stdout.write(r.url + '\\n'); return r; }`;
@@ -28,6 +28,9 @@ describe('worker thread modules', () => {
     const writerWorker = loaded('dist/src/store/sqlite/writer.worker.js');
     expect(writerWorker.some((u) => u.includes('/src/store/sqlite/conversation-writes.js'))).toBe(true);
     expect(zod(writerWorker)).toEqual([]);
+    const readerWorker = loaded('dist/src/store/sqlite/reader.worker.js');
+    expect(readerWorker.some((u) => u.includes('/src/store/sqlite/knowledge-search.js'))).toBe(true);
+    expect(zod(readerWorker)).toEqual([]);
     expect(zod(loaded('dist/src/vocabulary/document.js')).length).toBeGreaterThan(0);
   });
 });

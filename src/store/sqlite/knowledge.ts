@@ -4,6 +4,8 @@ import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, NewChunk, OutboxEve
 import { writeOutbox } from './outbox-writes.js';
 import { NewestFirstList, toPage } from './pagination.js';
 import type { ConversationWriter } from './writer.js';
+import { toChunkHit } from './knowledge-search.js';
+import { createMainThreadReader, type KnowledgeReader } from './reader.js';
 import type { Row } from './rows.js';
 import { toFtsQuery } from './search-query.js';
 import { bytesToVector, cosine, norm, TopK } from '../vectors.js';
@@ -39,6 +41,8 @@ export interface KnowledgeOptions {
   chunkSliceChunks?: number;
   /** A vector scan yields to the event loop after running this long, ms (default {@link VECTOR_SLICE_MS}); tests use 0 (every page). */
   vectorSliceMs?: number;
+  /** Where bm25 searches run (src/store/sqlite/reader.ts); default the main thread's connection `db`. */
+  reader?: KnowledgeReader;
 }
 
 function knowledgeBaseFromRow(r: Row): KnowledgeBaseRecord {
@@ -80,8 +84,10 @@ function sourceFromRow(content: unknown, isText: unknown): Uint8Array | string |
  * on the event loop: chunksPrepare sets the document back to `processing` and deletes chunks left by an
  * earlier attempt, chunksInsert stores slices of {@link DEFAULT_CHUNK_SLICE_CHUNKS} chunks, chunksReady
  * marks it `ready` with its chunk_count and events; then ftsMerge writes merge the index in the
- * background. search() joins `documents` and returns chunks of `ready` documents only, so chunks of a
- * document being stored are never visible. Calls for the same document id run one after the other.
+ * background. search() (bm25, src/store/sqlite/knowledge-search.ts) runs through `opts.reader`: the
+ * reader thread in the server, so a slow full-text query never pauses the event loop. It joins
+ * `documents` and returns chunks of `ready` documents only, so chunks of a document being stored are
+ * never visible. Calls for the same document id run one after the other.
  *
  * The other writes here run on the main thread's connection as BEGIN IMMEDIATE transactions: a deferred
  * transaction that read before writing would fail with SQLITE_BUSY_SNAPSHOT when the writer thread
@@ -106,8 +112,7 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
   };
   const bases = new NewestFirstList(db, 'knowledge_bases', 'org_id = ?', 'knowledge base');
   const documents = new NewestFirstList(db, 'documents', 'org_id = ? AND kb_id = ?', 'document');
-  /** Prepared search statements by the number of knowledge bases searched (up to 32 kept). */
-  const searches = new Map<number, Database.Statement>();
+  const reader = opts.reader ?? createMainThreadReader(db);
   /** Prepared vector-scan page statements, likewise. */
   const vectorPages = new Map<number, Database.Statement>();
   const hitsByRowid = new Map<number, Database.Statement>();
@@ -217,21 +222,7 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
     async search(orgId, kbIds, query, k): Promise<ChunkHit[]> {
       const match = toFtsQuery(query);
       if (!match || kbIds.length === 0 || k <= 0) return [];
-      let stmt = searches.get(kbIds.length);
-      if (stmt === undefined) {
-        stmt = db.prepare(
-          `SELECT c.id, c.doc_id, c.title, c.heading, c.body, c.page, bm25(chunks_fts, 4.0, 2.0, 1.0) AS rank
-           FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid JOIN documents d ON d.id = c.doc_id
-           WHERE chunks_fts MATCH ? AND c.org_id = ? AND c.kb_id IN (${kbIds.map(() => '?').join(', ')}) AND d.status = 'ready'
-           ORDER BY rank, c.rowid LIMIT ?`);
-        if (kbIds.length <= 32) searches.set(kbIds.length, stmt);
-      }
-      const rows = stmt.all(match, orgId, ...kbIds, k) as Row[];
-      return rows.map((r) => ({
-        document_id: r.doc_id as string, chunk_id: r.id as string, title: r.title as string,
-        heading: r.heading as string, text: r.body as string, page: (r.page as number | null) ?? null,
-        score: Math.round(-(r.rank as number) * 1000) / 1000,
-      }));
+      return (await reader.search({ match, orgId, kbIds, k })).map(toChunkHit);
     },
     async vectorSearch(orgId, kbIds, model, query, k): Promise<ChunkHit[]> {
       const queryNorm = norm(query);

@@ -7,6 +7,7 @@ import { createConversations } from './conversations.js';
 import { openDatabase, type SqliteSync } from './database.js';
 import { createMainThreadWriter, createWorkerWriter, type WriterKind } from './writer.js';
 import { createKnowledge } from './knowledge.js';
+import { createMainThreadReader, createWorkerReader, type ReaderKind } from './reader.js';
 import { createMemberships } from './memberships.js';
 import { createOrganizations } from './organizations.js';
 import { createRefreshTokens } from './refresh-tokens.js';
@@ -29,6 +30,11 @@ export interface SqliteStoreOptions {
    * connection, so their fsyncs and the WAL checkpoints never block the event loop; or `main`.
    */
   writer?: WriterKind;
+  /**
+   * Where knowledge searches run (default `worker`): a reader thread with its own connection, so a slow
+   * full-text query never blocks the event loop; or `main`, the main thread's connection.
+   */
+  reader?: ReaderKind;
 }
 
 /**
@@ -44,7 +50,8 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
   const file = join(dataDir, 'parley.db');
   const db = openDatabase(file, sync);
   const writer = (opts.writer ?? 'worker') === 'worker' ? createWorkerWriter(file, sync) : createMainThreadWriter(db);
-  const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, writer, { chunkSliceChunks: opts.chunkSliceChunks, vectorSliceMs: opts.vectorSliceMs });
+  const reader = (opts.reader ?? 'worker') === 'worker' ? createWorkerReader(file) : createMainThreadReader(db);
+  const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, writer, { chunkSliceChunks: opts.chunkSliceChunks, vectorSliceMs: opts.vectorSliceMs, reader });
   const ping = db.prepare('SELECT 1');
   return {
     kind: 'sqlite',
@@ -67,6 +74,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     },
     async close() {
       stopKnowledge();
+      await reader.close();
       await writer.close();
       if (db.open) db.close();
     },

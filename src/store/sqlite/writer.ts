@@ -56,7 +56,8 @@ export interface BatchReply {
   outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: WireError }>;
 }
 
-function fromWire(e: WireError): Error {
+/** The Error a WireError describes (name, message and SQLite code kept; no stack). */
+export function fromWire(e: WireError): Error {
   const err = new Error(e.message);
   err.name = e.name;
   if (e.code !== undefined) (err as Error & { code?: string }).code = e.code;
