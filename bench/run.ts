@@ -19,6 +19,7 @@ import { operatorPush } from './benchmarks/operator-push.js';
 import { answers } from './benchmarks/answers.js';
 import { webhooks } from './benchmarks/webhooks.js';
 import { vectorScan } from './benchmarks/vector-scan.js';
+import { retrieval } from './benchmarks/retrieval.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
@@ -36,6 +37,7 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   answers,
   webhooks,
   'vector-scan': vectorScan,
+  retrieval,
 };
 
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]

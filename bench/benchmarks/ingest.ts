@@ -59,8 +59,55 @@ async function probeGaps(url: string, apiKey: string, agentId: string, stop: () 
   return { gaps: runs.flatMap((r) => r.gaps), firstTokens: runs.flatMap((r) => r.firstTokens) };
 }
 
+/** The Node.js docs corpus: every .md file of `corpus`, title without `.md`, body as bytes. */
+export function corpusDocuments(corpus: string): Array<{ title: string; body: Buffer }> {
+  return readdirSync(corpus).filter((f) => f.endsWith('.md')).sort()
+    .map((f) => ({ title: f.replace(/\.md$/, ''), body: readFileSync(join(corpus, f)) }));
+}
+
+/** Uploads `docs` to knowledge base `kbId` as text/markdown, 4 at a time; resolves the document ids (each answered 202). */
+export async function uploadDocuments(url: string, apiKey: string, kbId: string, docs: Array<{ title: string; body: Buffer }>): Promise<string[]> {
+  const ids: string[] = [];
+  let next = 0;
+  const uploader = async () => {
+    while (next < docs.length) {
+      const d = docs[next++]!;
+      const res = await fetch(`${url}/v1/knowledge-bases/${kbId}/documents?title=${encodeURIComponent(d.title)}`, {
+        method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'text/markdown' }, body: d.body,
+      });
+      const body = (await res.json()) as { id?: string };
+      if (res.status !== 202 || !body.id) throw new Error(`upload ${d.title}: ${res.status} ${JSON.stringify(body)}`);
+      ids.push(body.id);
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, uploader));
+  return ids;
+}
+
+/**
+ * Polls the document list of `kbId` every 25 ms until each of `ids` is ready or failed, or until
+ * `timeoutMs` passed; resolves how many failed and the ids still processing. One list request per poll
+ * (not one per document), so the polling itself costs the server little.
+ */
+export async function waitProcessed(url: string, apiKey: string, kbId: string, ids: string[], timeoutMs: number): Promise<{ failed: number; pending: Set<string> }> {
+  const pending = new Set(ids);
+  let failed = 0;
+  const deadline = Date.now() + timeoutMs;
+  while (pending.size > 0 && Date.now() < deadline) {
+    const res = await fetch(`${url}/v1/knowledge-bases/${kbId}/documents?limit=100`, { headers: { authorization: `Bearer ${apiKey}` } });
+    const list = (await res.json()) as { data?: Array<{ id: string; status: string }> };
+    for (const d of list.data ?? []) {
+      if (!pending.has(d.id)) continue;
+      if (d.status === 'ready') pending.delete(d.id);
+      else if (d.status === 'failed') { failed++; pending.delete(d.id); }
+    }
+    if (pending.size > 0) await sleep(25);
+  }
+  return { failed, pending };
+}
+
 /** Creates a knowledge base; resolves its id. */
-async function createKnowledgeBase(url: string, apiKey: string, name: string): Promise<string> {
+export async function createKnowledgeBase(url: string, apiKey: string, name: string): Promise<string> {
   const res = await fetch(`${url}/v1/knowledge-bases`, {
     method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ name }),
   });
@@ -124,8 +171,7 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
     ctx.log(`ingest: skipped: ${corpus} not found`);
     return { name: 'ingest', rows: [], config: { corpus }, results: { skipped: `${corpus} not found` }, charts: [], notes: [`skipped: ${corpus} not found`] };
   }
-  const files = readdirSync(corpus).filter((f) => f.endsWith('.md')).sort();
-  const docs = files.map((f) => ({ title: f.replace(/\.md$/, ''), body: readFileSync(join(corpus, f)) }));
+  const docs = corpusDocuments(corpus);
   const bytes = docs.reduce((a, d) => a + d.body.length, 0);
   const idleS = ctx.smoke ? 1.5 : 4;
   const config = { corpus, documents: docs.length, bytes, workers: [1, 2], upload_concurrency: 4, poll_every_ms: 25, gap_probe_word_delay_ms: WORD_DELAY_MS, gap_probe_streams: PROBE_STREAMS, gap_probe_idle_s: idleS };
@@ -155,35 +201,9 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
         const probe = probeGaps(parley.url, parley.apiKey, agentId, () => !ingesting);
         const meter = new CpuMeter({ server: parley.pid }).start();
         const start = performance.now();
-        const ids: string[] = [];
-        let next = 0;
-        const uploader = async () => {
-          while (next < docs.length) {
-            const d = docs[next++]!;
-            const res = await fetch(`${parley.url}/v1/knowledge-bases/${kbId}/documents?title=${encodeURIComponent(d.title)}`, {
-              method: 'POST', headers: { ...auth, 'content-type': 'text/markdown' }, body: d.body,
-            });
-            const body = (await res.json()) as { id?: string };
-            if (res.status !== 202 || !body.id) throw new Error(`upload ${d.title}: ${res.status} ${JSON.stringify(body)}`);
-            ids.push(body.id);
-          }
-        };
-        await Promise.all(Array.from({ length: 4 }, uploader));
+        const ids = await uploadDocuments(parley.url, parley.apiKey, kbId, docs);
         const uploadS = (performance.now() - start) / 1000;
-        // One list request per poll (not one per document), so the polling itself costs the server little.
-        const pending = new Set(ids);
-        let failed = 0;
-        const deadline = Date.now() + (ctx.smoke ? 60_000 : 300_000);
-        while (pending.size > 0 && Date.now() < deadline) {
-          const res = await fetch(`${parley.url}/v1/knowledge-bases/${kbId}/documents?limit=100`, { headers: auth });
-          const list = (await res.json()) as { data?: Array<{ id: string; status: string }> };
-          for (const d of list.data ?? []) {
-            if (!pending.has(d.id)) continue;
-            if (d.status === 'ready') pending.delete(d.id);
-            else if (d.status === 'failed') { failed++; pending.delete(d.id); }
-          }
-          if (pending.size > 0) await sleep(25);
-        }
+        const { failed, pending } = await waitProcessed(parley.url, parley.apiKey, kbId, ids, ctx.smoke ? 60_000 : 300_000);
         const wallS = (performance.now() - start) / 1000;
         const cpu = meter.stop();
         ingesting = false;
