@@ -230,8 +230,9 @@ export class ChatService {
     const request = { type: 'turn.requested', turn } as const;
     if (actor === undefined) {
       // A new conversation's actor always takes its first turn, and no other request can name the
-      // conversation yet: the turn starts first (its model request leaves now when it has nothing to
-      // load), then the actor is created and adopts the running turn (turn-runner.ts `startTurn`).
+      // conversation yet: the turn starts first (its model request goes to undici now when it has
+      // nothing to load), then the actor is created and adopts the running turn (turn-runner.ts
+      // `startTurn`, which says when undici writes the request).
       this.emitConversation(turn, visitorToken);
       startTurn(turn, this.opts.maxToolSteps, this.runnerDeps);
       // Should the actor not come up, the running turn stops and writes nothing, as it did when the

@@ -169,9 +169,13 @@ const WITHDRAWN = { type: 'api_error', code: 'internal_error', message: 'The tur
  * as `turn.run`): a promise of how it ended that never rejects. The turn actor calls it when its
  * conversation invokes it. The runtime calls it earlier for the first turn of a new conversation, whose
  * actor always takes it at once: when the turn needs neither history nor retrieval, its set-up is
- * synchronous, so the model request leaves before the conversation actor is even created (that
- * creation, about 0.3 ms, then overlaps the model's time to first token). Nothing of the turn reaches a
- * client earlier for it: its channel is still handed out once the visitor message is durable.
+ * synchronous, so the model request is handed to undici before the conversation actor is created.
+ * undici (7.28 and later) writes a request on a reused keep-alive connection only in the event loop's
+ * check phase (a setImmediate that first lets the idle socket show stray bytes), so the bytes leave
+ * after this task, actor creation included; creating the actor after that write instead was measured
+ * at one stream and changed nothing (the upstream's answer then competes for the 2 cores with it and
+ * the writer thread). Nothing of the turn reaches a client earlier for it: its channel is still handed
+ * out once the visitor message is durable.
  */
 export function startTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<TurnOutput> {
   if (turn.run !== undefined) return turn.run;
