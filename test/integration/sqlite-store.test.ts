@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS, openDatabase } from '../../src/store/sqlite/database.js';
 import { GroupCommit } from '../../src/store/sqlite/group-commit.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { toChunkHit, type Bm25Search } from '../../src/store/sqlite/knowledge-search.js';
+import { Bm25Searcher, toChunkHit, type Bm25Search } from '../../src/store/sqlite/knowledge-search.js';
 import { createMainThreadReader, createWorkerReader } from '../../src/store/sqlite/reader.js';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -509,8 +509,10 @@ describe('sqlite: reader thread (knowledge search)', () => {
     const queued = reader.search(bm25('"quokka"'));
     await expect(malformed).rejects.toThrow(/malformed request/);
     await expect(queued).rejects.toThrow(/malformed request/);
-    while (threads() > before) await tick();
+    // At once, before the dead thread's exit is reported: that late exit must not touch the new thread's searches.
     expect((await reader.search(bm25('"quokka"'))).map((r) => r[3])).toEqual(['Animals > Quokka', 'Animals > Wombat']);
+    expect((await reader.search(bm25('"bark"'))).map((r) => r[3])).toEqual(['Plants']);
+    while (threads() > before + 1) await tick();
     expect(threads()).toBe(before + 1);
   });
 
@@ -518,15 +520,57 @@ describe('sqlite: reader thread (knowledge search)', () => {
     const { dir } = await withChunks();
     const before = threads();
     const reader = createWorkerReader(join(dir, 'parley.db'));
-    const inFlight = reader.search(bm25('"bark"'));
+    const inFlight = [reader.search(bm25('"bark"')), reader.search(bm25('"wombat"'))];
     const closed = reader.close();
-    expect((await inFlight).map((r) => r[3])).toEqual(['Plants']);
+    expect((await Promise.all(inFlight)).map((rows) => rows.map((r) => r[3]))).toEqual([['Plants'], ['Animals > Wombat']]);
     await closed;
     expect(threads()).toBe(before);
     await expect(reader.search(bm25('"bark"'))).rejects.toThrow(/closed/);
     const main = createMainThreadReader(new Database(join(dir, 'parley.db')));
     await main.close();
     await expect(main.search(bm25('"bark"'))).rejects.toThrow(/closed/);
+  });
+
+  it('searches the knowledge bases named, of the organization named; scores are bm25 relevance, best first', async () => {
+    const s = store(tempDir(), { reader: 'main' });
+    for (const kb of ['kb_1', 'kb_2', 'kb_3']) await s.knowledge.createBase({ id: kb, org_id: 'org_A', name: kb, created_at: T0 });
+    const filler = (i: number) => `Gardening note ${i}: water the tomatoes in the morning.`;
+    const put = async (id: string, kb: string, texts: string[]) => {
+      await s.knowledge.createDocument({ ...doc(id), knowledge_base_id: kb }, 'raw');
+      expect(await s.knowledge.completeDocument(id, texts.map((text, ord) => ({ ord, heading: '', text })), T1)).toBe(true);
+    };
+    // One quokka chunk among ten per knowledge base, so "quokka" is a rare (high-weight) term.
+    await put('doc_1', 'kb_1', ['A quokka smiles at a quokka.', ...Array.from({ length: 9 }, (_, i) => filler(i))]);
+    await put('doc_2', 'kb_2', ['One quokka.', ...Array.from({ length: 9 }, (_, i) => filler(10 + i))]);
+    await put('doc_3', 'kb_3', ['The quokka of kb_3.', ...Array.from({ length: 9 }, (_, i) => filler(20 + i))]);
+    const both = await s.knowledge.search('org_A', ['kb_1', 'kb_2'], 'quokka', 10);
+    expect(both.map((h) => h.text)).toEqual(['A quokka smiles at a quokka.', 'One quokka.']);
+    expect(both[0]!.score).toBeGreaterThan(both[1]!.score);
+    for (const h of both) {
+      expect(h.score).toBeGreaterThan(0.5);
+      expect(h.score).toBeLessThan(100);
+      expect(Math.round(h.score * 1000)).toBeCloseTo(h.score * 1000, 6);
+    }
+    expect((await s.knowledge.search('org_A', ['kb_3'], 'quokka', 10)).map((h) => h.document_id)).toEqual(['doc_3']);
+    expect(await s.knowledge.search('org_B', ['kb_1', 'kb_2', 'kb_3'], 'quokka', 10)).toEqual([]);
+    expect(await s.knowledge.search('org_A', ['kb_1', 'kb_2', 'kb_3'], 'quokka', 2)).toHaveLength(2);
+  });
+
+  it('prepares the search statement once per number of knowledge bases, and keeps at most 32 of them', () => {
+    const db = new Database(':memory:');
+    db.exec(`CREATE TABLE documents (id TEXT PRIMARY KEY, status TEXT);
+      CREATE TABLE chunks (rowid INTEGER PRIMARY KEY, id TEXT, doc_id TEXT, kb_id TEXT, org_id TEXT, title TEXT, heading TEXT, body TEXT, page INTEGER);
+      CREATE VIRTUAL TABLE chunks_fts USING fts5(title, heading, body, content='chunks', content_rowid='rowid');`);
+    let prepared = 0;
+    const prepare = db.prepare.bind(db);
+    db.prepare = ((sql: string) => { prepared++; return prepare(sql); }) as typeof db.prepare;
+    const searcher = new Bm25Searcher(db);
+    const run = (n: number) => searcher.run({ match: '"x"', orgId: 'org_A', kbIds: Array.from({ length: n }, (_, i) => `kb_${i}`), k: 5 });
+    run(1); run(1); run(2); run(2); run(32); run(32);
+    expect(prepared).toBe(3);
+    run(33); run(33);
+    expect(prepared).toBe(5);
+    db.close();
   });
 
   it('the main-thread reader turns an SQLite error into a rejected promise, not a throw', async () => {
