@@ -90,9 +90,11 @@ export async function uploadDocuments(url: string, apiKey: string, kbId: string,
 /**
  * Polls the document list of `kbId` every 25 ms until each of `ids` is ready or failed, or until
  * `timeoutMs` passed; resolves how many failed and the ids still processing. One list request per poll
- * (not one per document), so the polling itself costs the server little.
+ * (not one per document), so the polling itself costs the server little: it reads the newest 100
+ * documents, so `ids` must be the latest uploads and at most 100 (throws RangeError otherwise).
  */
 export async function waitProcessed(url: string, apiKey: string, kbId: string, ids: string[], timeoutMs: number): Promise<{ failed: number; pending: Set<string> }> {
+  if (ids.length > 100) throw new RangeError(`waitProcessed sees the newest 100 documents; got ${ids.length} to wait for`);
   const pending = new Set(ids);
   let failed = 0;
   const deadline = Date.now() + timeoutMs;

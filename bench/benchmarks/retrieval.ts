@@ -21,6 +21,8 @@ import type { BenchOutcome, Row } from '../lib/report.js';
 import { parleyOptions, parleyTarget, sleep, stopAll, type Ctx } from './common.js';
 import { corpusDocuments, uploadDocuments, waitProcessed } from './ingest.js';
 
+/** The mock's pacing: one delta per this many ms. */
+const INTERVAL_MS = 20;
 /** Paced plain streams kept running during the window. */
 const PLAIN_STREAMS = 50;
 /** Knowledge turns per second (open loop). */
@@ -51,6 +53,19 @@ interface ReaderRun {
   windowS: number;
 }
 
+/** Chunks of every document of knowledge base `kbId`, paging the document list (API.md "Lists"). */
+async function chunkCount(url: string, apiKey: string, kbId: string): Promise<number> {
+  let total = 0;
+  let after = '';
+  for (;;) {
+    const res = await fetch(`${url}/v1/knowledge-bases/${kbId}/documents?limit=100${after}`, { headers: { authorization: `Bearer ${apiKey}` } });
+    const page = (await res.json()) as { data: Array<{ id: string; chunk_count: number }>; has_more: boolean };
+    for (const d of page.data) total += d.chunk_count;
+    if (!page.has_more || page.data.length === 0) return total;
+    after = `&after=${page.data[page.data.length - 1]!.id}`;
+  }
+}
+
 async function runOnce(ctx: Ctx, reader: Reader, mockUrl: string, docs: ReturnType<typeof corpusDocuments>, copies: number, windowS: number): Promise<ReaderRun> {
   const parley = await startParleyServer(ctx.root, parleyOptions(ctx, mockUrl, { PARLEY_SQLITE_READER: reader, PARLEY_INGEST_WORKERS: '2' }));
   const pools: ConnPool[] = [];
@@ -61,8 +76,7 @@ async function runOnce(ctx: Ctx, reader: Reader, mockUrl: string, docs: ReturnTy
       const { failed, pending } = await waitProcessed(parley.url, parley.apiKey, kb, ids, 300_000);
       if (failed > 0 || pending.size > 0) throw new Error(`retrieval: ${failed} documents failed and ${pending.size} not ready`);
     }
-    const chunks = ((await (await fetch(`${parley.url}/v1/knowledge-bases/${kb}/documents?limit=100`, { headers: { authorization: `Bearer ${parley.apiKey}` } })).json()) as { data: Array<{ chunk_count: number }> })
-      .data.reduce((a, d) => a + d.chunk_count, 0);
+    const chunks = await chunkCount(parley.url, parley.apiKey, kb);
     const createAgent = async (model: string, kbIds: string[]): Promise<string> => {
       const res = await fetch(`${parley.url}/v1/agents`, {
         method: 'POST', headers: { authorization: `Bearer ${parley.apiKey}`, 'content-type': 'application/json' },
@@ -86,7 +100,7 @@ async function runOnce(ctx: Ctx, reader: Reader, mockUrl: string, docs: ReturnTy
       while (!stop) {
         const c = plainPool.acquire();
         await c.ready;
-        const ex = c.send({ sse: true, gaps, intervalMs: 20 });
+        const ex = c.send({ sse: true, gaps, intervalMs: INTERVAL_MS });
         await ex.done;
         plainPool.release(c, ex);
       }
@@ -142,8 +156,8 @@ export async function retrieval(ctx: Ctx): Promise<BenchOutcome> {
   const docs = corpusDocuments(corpus);
   const copies = ctx.smoke ? 1 : 3;
   const windowS = ctx.smoke ? 3 : 15;
-  const config = { corpus, copies, window_s: windowS, plain_streams: PLAIN_STREAMS, plain_stream: '64 deltas x 20 ms (mock model bench)', kb_turns_per_s: KB_TURNS_PER_S, kb_turn_model: 'mock-deltas-4', questions: QUESTIONS };
-  const mock = await startMock(ctx.root, { ttftMs: 0, deltas: 64, intervalMs: 20 });
+  const config = { corpus, copies, window_s: windowS, plain_streams: PLAIN_STREAMS, plain_stream: `64 deltas x ${INTERVAL_MS} ms (mock model bench)`, kb_turns_per_s: KB_TURNS_PER_S, kb_turn_model: 'mock-deltas-4', questions: QUESTIONS };
+  const mock = await startMock(ctx.root, { ttftMs: 0, deltas: 64, intervalMs: INTERVAL_MS });
   const runs: ReaderRun[] = [];
   try {
     for (const reader of ['main', 'worker'] as const) {
@@ -178,7 +192,7 @@ export async function retrieval(ctx: Ctx): Promise<BenchOutcome> {
     ],
     notes: [
       `no baseline or direct row: the comparison is the same server with its searches on the main thread (PARLEY_SQLITE_READER=main) and in the reader thread (the default).`,
-      `added gap: an inter-token gap of a plain stream minus the mock's ${20} ms.`,
+      `added gap: an inter-token gap of a plain stream minus the mock's ${INTERVAL_MS} ms.`,
     ],
   };
 }
