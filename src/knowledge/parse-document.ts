@@ -4,7 +4,10 @@
  *
  * Runs inside the ingestion worker (src/knowledge/ingest.worker.ts); pure and synchronous.
  */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Lexer, type Token, type Tokens } from 'marked';
+import * as md4w from 'md4w';
 import type { DocumentContentType } from './types.js';
 
 /**
@@ -33,10 +36,11 @@ export const HEADING_SEPARATOR = ' > ';
 export const MAX_HEADING_DEPTH = 3;
 
 /**
- * Deepest container nesting a Markdown document may have, levels. `marked` lexes block quotes and
+ * Deepest container nesting a Markdown document may have, levels. md4c itself does not recurse, but the
+ * walk of its tree here does, one call per level, and `marked` (the fallback) lexes block quotes and
  * lists recursively: at 10,000 levels it overflows the stack, and 2,000 levels of quotes or lists on
  * separate lines (a few MB) exhausted a 1 GB heap. At 64 levels a 7 MB document costs about what a
- * flat one does (measured: 4.5 to 9.3 s against 3.2 to 6.4 s).
+ * flat one does (measured with marked: 4.5 to 9.3 s against 3.2 to 6.4 s).
  */
 export const MAX_MARKDOWN_NESTING = 64;
 
@@ -50,7 +54,7 @@ const TAB = 0x09;
  * sections 5.1 to 5.3) that open it, plus, when it opens a list item, half its leading indentation in
  * columns (a nested item is indented under its parent; tabs stop at multiples of 4). Lines inside
  * fenced code blocks (up to 3 spaces, then 3 or more backticks or tildes) do not count. This is an
- * upper bound of what `marked` nests, not an exact count: a thematic break `- - -` counts 3.
+ * upper bound of what md4c and `marked` nest, not an exact count: a thematic break `- - -` counts 3.
  *
  * @param stopAbove the scan returns as soon as the depth found exceeds this.
  * @returns depth in levels, an integer >= 0.
@@ -109,7 +113,9 @@ export function markdownNestingDepth(text: string, stopAbove = Number.POSITIVE_I
 /**
  * Parses a document into sections of plain-text paragraphs.
  *
- * - `text/markdown`: lexed with `marked` (GFM). Each heading starts a section; paragraphs, block
+ * - `text/markdown`: parsed by md4c (CommonMark with GFM tables, strikethrough and task lists; the
+ *   `md4w` WebAssembly build, see {@link parseMarkdownMd4c}), or by `marked` (GFM) for the rare document
+ *   md4w cannot return as a tree. Each heading starts a section; paragraphs, block
  *   quotes (their inner blocks), lists (one paragraph per list, one line per item), fenced/indented
  *   code (one paragraph, lines kept as is), tables (one paragraph, one line per row, cells joined
  *   with ` | `) become paragraphs. Inline markup is reduced to its text: emphasis markers, link
@@ -124,7 +130,7 @@ export function markdownNestingDepth(text: string, stopAbove = Number.POSITIVE_I
  */
 export function parseDocument(content: string, contentType: Extract<DocumentContentType, 'text/plain' | 'text/markdown'>): Section[] {
   const text = content.replace(/\r\n?/g, '\n');
-  if (contentType === 'text/markdown') return parseMarkdown(text);
+  if (contentType === 'text/markdown') return parseMarkdownMd4c(text) ?? parseMarkdownMarked(text);
   return parsePlainText(text);
 }
 
@@ -134,6 +140,223 @@ function parsePlainText(text: string): Section[] {
     .map(collapseWhitespace)
     .filter((p) => p.length > 0);
   return paragraphs.length > 0 ? [{ heading: '', paragraphs }] : [];
+}
+
+/** md4c node types (md4w's `NodeType`) that {@link parseMarkdownMd4c} tells apart. */
+const MD = {
+  QUOTE: 1, UL: 2, OL: 3, LI: 4, HR: 5, CODE_BLOCK: 7, HTML: 8, P: 9, TABLE: 10, THEAD: 11, TBODY: 12, TR: 13,
+  H1: 21, H6: 26, CODE_SPAN: 34, IMG: 33,
+} as const;
+
+/** A node of md4w's JSON tree: text is a string (HTML-escaped, except in code blocks). */
+type MdNode = string | { type: number; props?: Record<string, unknown>; children?: MdNode[] };
+
+/**
+ * md4c parse flags: CommonMark plus the GFM extensions marked's `gfm` has (tables, strikethrough,
+ * task lists); autolinks are left out, their text is the same either way.
+ */
+const MD4C_FLAGS = md4w.ParseFlags.TABLES | md4w.ParseFlags.STRIKETHROUGH | md4w.ParseFlags.TASKLISTS;
+
+/** md4w's renderer entry (exported by the package, not declared in its types); renderer 2 is JSON. */
+const renderToString = (md4w as unknown as { renderToString(input: string, options: { parseFlags: number }, renderer: number): string }).renderToString;
+
+let md4cModule: WebAssembly.Module | undefined;
+
+/**
+ * Compiles md4w's WebAssembly parser (the 60 KB `md4w-small.wasm` of the package) on first use, once
+ * per thread, synchronously: a few ms. The file is found next to the package's entry module.
+ */
+function loadMd4c(): void {
+  if (md4cModule !== undefined) return;
+  const wasm = new URL('md4w-small.wasm', import.meta.resolve('md4w'));
+  // WebAssembly is a global of Node; the project's TypeScript libs declare only its types.
+  const { Module } = (globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => WebAssembly.Module } }).WebAssembly;
+  md4cModule = new Module(readFileSync(fileURLToPath(wasm)));
+  md4w.initSync(md4cModule);
+}
+
+/**
+ * Text longer than this (UTF-16 code units) is followed by a fresh md4w instance. WebAssembly memory
+ * only grows, and lies outside the worker's heap limit (PARLEY_INGEST_MEMORY_MB): a 10 MB document
+ * grows it by about 200 MB, which the old instance would keep until the worker stops.
+ */
+export const MD4C_RESET_AFTER_CHARS = 1_000_000;
+
+/** C0 control characters other than tab and line ends: md4w writes them into its JSON unescaped. */
+// eslint-disable-next-line no-control-regex
+const JSON_BREAKING_CONTROLS = /[\u0001-\u0008\u000b\u000c\u000e-\u001f]/g;
+
+/**
+ * Parses Markdown `text` (line ends already `\n`) with md4c, the C CommonMark parser compiled to
+ * WebAssembly (md4w): linear time, and no JIT warm-up, so a fresh ingestion worker parses at nearly its
+ * steady speed (on the Node.js API docs, about 3x less CPU than marked in a new thread).
+ *
+ * Returns undefined when md4w's JSON cannot be read: its renderer (0.2.7) writes an image whose alt text
+ * holds markup as several strings. It also drops the opening quote of a link's `title`, which is
+ * repaired here, and writes C0 control characters unescaped, so they become spaces first (they carry no
+ * text). The caller then parses the document with marked.
+ */
+export function parseMarkdownMd4c(text: string): Section[] | undefined {
+  loadMd4c();
+  let json = renderToString(text.replace(JSON_BREAKING_CONTROLS, ' '), { parseFlags: MD4C_FLAGS }, 2);
+  if (text.length > MD4C_RESET_AFTER_CHARS && md4cModule !== undefined) md4w.initSync(md4cModule);
+  // A quote inside a JSON string is escaped, so an unescaped `"title":` is always the key.
+  if (json.includes('"title":')) json = json.replace(/"title":(?!")/g, '"title":"');
+  let blocks: MdNode[];
+  try {
+    blocks = JSON.parse(json) as MdNode[];
+  } catch {
+    return undefined;
+  }
+  const sections: Section[] = [];
+  const stack: string[] = [];
+  let current: Section = { heading: '', paragraphs: [] };
+  const push = (paragraph: string): void => {
+    const trimmed = paragraph.trim();
+    if (trimmed.length > 0) current.paragraphs.push(trimmed);
+  };
+  for (const block of blocks) {
+    if (typeof block !== 'string' && block.type >= MD.H1 && block.type <= MD.H6) {
+      if (current.paragraphs.length > 0) sections.push(current);
+      const depth = block.type - MD.H1 + 1;
+      stack.length = depth;
+      stack[depth - 1] = collapseWhitespace(mdInlineText(block.children));
+      current = { heading: headingPath(stack), paragraphs: [] };
+      continue;
+    }
+    mdBlockToParagraphs(block, push);
+  }
+  if (current.paragraphs.length > 0) sections.push(current);
+  return sections;
+}
+
+/** Emits the plain-text paragraph(s) of one md4c block node, as {@link blockToParagraphs} does for marked. */
+function mdBlockToParagraphs(node: MdNode, push: (paragraph: string) => void): void {
+  if (typeof node === 'string') {
+    push(collapseWhitespace(decodeEntities(node)));
+    return;
+  }
+  switch (node.type) {
+    case MD.HR:
+      return;
+    case MD.CODE_BLOCK:
+      push(codeText(mdRawText(node.children)));
+      return;
+    case MD.QUOTE:
+      for (const child of node.children ?? []) mdBlockToParagraphs(child, push);
+      return;
+    case MD.UL:
+    case MD.OL:
+      push(mdListLines(node).join('\n'));
+      return;
+    case MD.TABLE:
+      push(mdTableLines(node).join('\n'));
+      return;
+    case MD.HTML:
+      push(htmlBlockText(mdRawText(node.children)));
+      return;
+    default:
+      push(collapseWhitespace(mdInlineText(node.children)));
+  }
+}
+
+/** Whether an md4c node is a block (a list item's children mix inline content with blocks). */
+function isMdBlock(node: MdNode): boolean {
+  if (typeof node === 'string') return false;
+  return node.type === MD.P || node.type === MD.QUOTE || node.type === MD.UL || node.type === MD.OL || node.type === MD.CODE_BLOCK ||
+    node.type === MD.TABLE || node.type === MD.HR || (node.type >= MD.H1 && node.type <= MD.H6);
+}
+
+/** One line per list item (nested lists and code flattened after their item); ordered items keep their number. */
+function mdListLines(list: { type: number; props?: Record<string, unknown>; children?: MdNode[] }): string[] {
+  const lines: string[] = [];
+  const start = typeof list.props?.start === 'number' ? list.props.start : 1;
+  let index = 0;
+  for (const item of list.children ?? []) {
+    if (typeof item === 'string' || item.type !== MD.LI) continue;
+    const own: string[] = [];
+    const nested: string[] = [];
+    let inline: MdNode[] = [];
+    const flushInline = (): void => {
+      if (inline.length > 0) own.push(mdInlineText(inline));
+      inline = [];
+    };
+    for (const child of item.children ?? []) {
+      if (!isMdBlock(child)) {
+        inline.push(child);
+        continue;
+      }
+      flushInline();
+      const block = child as { type: number; children?: MdNode[] };
+      if (block.type === MD.UL || block.type === MD.OL) nested.push(...mdListLines(block));
+      else if (block.type === MD.CODE_BLOCK) nested.push(codeText(mdRawText(block.children)));
+      else mdBlockToParagraphs(block, (p) => own.push(p));
+    }
+    flushInline();
+    const text = collapseWhitespace(own.join(' '));
+    if (text.length > 0) lines.push(list.type === MD.OL ? `${start + index}. ${text}` : text);
+    for (const line of nested) if (line.length > 0) lines.push(line);
+    index++;
+  }
+  return lines;
+}
+
+/** One line per table row, cells joined with ` | `; rows without text are dropped. */
+function mdTableLines(table: { children?: MdNode[] }): string[] {
+  const lines: string[] = [];
+  for (const part of table.children ?? []) {
+    if (typeof part === 'string' || (part.type !== MD.THEAD && part.type !== MD.TBODY)) continue;
+    for (const row of part.children ?? []) {
+      if (typeof row === 'string' || row.type !== MD.TR) continue;
+      const line = (row.children ?? []).map((cell) => collapseWhitespace(typeof cell === 'string' ? decodeEntities(cell) : mdInlineText(cell.children))).join(' | ');
+      if (line.replace(/[|\s]/g, '').length > 0) lines.push(line);
+    }
+  }
+  return lines;
+}
+
+/** The strings of a node's children joined as they are (code blocks and raw HTML are not escaped by md4w). */
+function mdRawText(children: MdNode[] | undefined): string {
+  let out = '';
+  for (const child of children ?? []) out += typeof child === 'string' ? child : mdRawText(child.children);
+  return out;
+}
+
+/**
+ * Plain text of inline md4c nodes: markup dropped, link targets dropped, code spans kept verbatim, inline
+ * HTML tags dropped (a hard break, which md4w writes as `<br>`, becomes a space), entities decoded.
+ */
+function mdInlineText(children: MdNode[] | undefined): string {
+  if (children === undefined) return '';
+  let out = '';
+  let run = '';
+  for (const child of children) {
+    if (typeof child === 'string') {
+      // md4w gives a soft line break as its own "\n" string: a space, as the paragraph is collapsed anyway.
+      run += child === '\n' ? ' ' : child;
+      continue;
+    }
+    if (run.length > 0) {
+      out += cleanText(run);
+      run = '';
+    }
+    switch (child.type) {
+      case MD.CODE_SPAN:
+        out += decodeEntities(mdRawText(child.children));
+        break;
+      case MD.HTML:
+        // Tags are dropped as marked drops them; a hard break (written `<br>` by md4w) is a space.
+        if (/^<br\b/i.test(mdRawText(child.children))) out += ' ';
+        break;
+      case MD.IMG:
+        out += typeof child.props?.alt === 'string' ? cleanText(child.props.alt) : '';
+        break;
+      default:
+        out += mdInlineText(child.children);
+    }
+  }
+  if (run.length > 0) out += cleanText(run);
+  return out;
 }
 
 /**
@@ -166,7 +389,12 @@ function lexMarkdown(text: string): Token[] {
   return tokens;
 }
 
-function parseMarkdown(text: string): Section[] {
+/**
+ * Parses Markdown `text` (line ends already `\n`) with marked (GFM) into sections, as
+ * {@link parseDocument} describes: the fallback of {@link parseMarkdownMd4c}, and its reference in tests.
+ * Never throws for any string input of at most {@link MAX_MARKDOWN_NESTING} levels of nesting.
+ */
+export function parseMarkdownMarked(text: string): Section[] {
   const tokens = lexMarkdown(text);
   const sections: Section[] = [];
   const stack: string[] = [];
