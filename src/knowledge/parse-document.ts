@@ -148,8 +148,18 @@ const MD = {
   H1: 21, H6: 26, CODE_SPAN: 34, IMG: 33,
 } as const;
 
-/** A node of md4w's JSON tree: text is a string (HTML-escaped, except in code blocks). */
-type MdNode = string | { type: number; props?: Record<string, unknown>; children?: MdNode[] };
+/**
+ * A node of md4w's JSON tree. Text is a string, HTML-escaped except in code blocks and raw HTML (whose
+ * children are strings only); an element's `children` is absent when it has none (a rule, an empty item).
+ */
+type MdNode = string | MdElement;
+interface MdElement {
+  type: number;
+  props?: { start?: number; alt?: string };
+  children?: MdNode[];
+}
+
+const NO_CHILDREN: MdNode[] = [];
 
 /**
  * md4c parse flags: CommonMark plus the GFM extensions marked's `gfm` has (tables, strikethrough,
@@ -166,13 +176,14 @@ let md4cModule: WebAssembly.Module | undefined;
  * Compiles md4w's WebAssembly parser (the 60 KB `md4w-small.wasm` of the package) on first use, once
  * per thread, synchronously: a few ms. The file is found next to the package's entry module.
  */
-function loadMd4c(): void {
-  if (md4cModule !== undefined) return;
+function loadMd4c(): WebAssembly.Module {
+  if (md4cModule !== undefined) return md4cModule;
   const wasm = new URL('md4w-small.wasm', import.meta.resolve('md4w'));
   // WebAssembly is a global of Node; the project's TypeScript libs declare only its types.
   const { Module } = (globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => WebAssembly.Module } }).WebAssembly;
   md4cModule = new Module(readFileSync(fileURLToPath(wasm)));
   md4w.initSync(md4cModule);
+  return md4cModule;
 }
 
 /**
@@ -189,25 +200,30 @@ const JSON_BREAKING_CONTROLS = /[\u0001-\u0008\u000b\u000c\u000e-\u001f]/g;
 /**
  * Parses Markdown `text` (line ends already `\n`) with md4c, the C CommonMark parser compiled to
  * WebAssembly (md4w): linear time, and no JIT warm-up, so a fresh ingestion worker parses at nearly its
- * steady speed (on the Node.js API docs, about 3x less CPU than marked in a new thread).
+ * steady speed (on half the Node.js API docs in a new thread: 204-258 ms against marked's 455, warm
+ * 106-133 against 210). The sections are those of {@link parseMarkdownMarked}: the same on all 8,113
+ * paragraphs of those docs.
  *
- * Returns undefined when md4w's JSON cannot be read: its renderer (0.2.7) writes an image whose alt text
- * holds markup as several strings. It also drops the opening quote of a link's `title`, which is
- * repaired here, and writes C0 control characters unescaped, so they become spaces first (they carry no
- * text). The caller then parses the document with marked.
+ * Returns undefined when md4w's tree cannot be read, and the caller parses the document with marked:
+ * md4w's JSON writer (0.2.7) writes an image whose alt text holds markup as several strings. It also
+ * drops the opening quote of a link's `title`, which is repaired here, and writes C0 control
+ * characters unescaped, so they become spaces first (they carry no text).
  */
 export function parseMarkdownMd4c(text: string): Section[] | undefined {
-  loadMd4c();
+  const module = loadMd4c();
   let json = renderToString(text.replace(JSON_BREAKING_CONTROLS, ' '), { parseFlags: MD4C_FLAGS }, 2);
-  if (text.length > MD4C_RESET_AFTER_CHARS && md4cModule !== undefined) md4w.initSync(md4cModule);
+  if (text.length > MD4C_RESET_AFTER_CHARS) md4w.initSync(module);
   // A quote inside a JSON string is escaped, so an unescaped `"title":` is always the key.
   if (json.includes('"title":')) json = json.replace(/"title":(?!")/g, '"title":"');
-  let blocks: MdNode[];
   try {
-    blocks = JSON.parse(json) as MdNode[];
+    return md4cSections(JSON.parse(json) as MdElement[]);
   } catch {
     return undefined;
   }
+}
+
+/** Sections of md4c's top-level blocks, as {@link parseMarkdownMarked} builds them from marked's tokens. */
+function md4cSections(blocks: MdElement[]): Section[] {
   const sections: Section[] = [];
   const stack: string[] = [];
   let current: Section = { heading: '', paragraphs: [] };
@@ -216,7 +232,7 @@ export function parseMarkdownMd4c(text: string): Section[] | undefined {
     if (trimmed.length > 0) current.paragraphs.push(trimmed);
   };
   for (const block of blocks) {
-    if (typeof block !== 'string' && block.type >= MD.H1 && block.type <= MD.H6) {
+    if (isMdHeading(block)) {
       if (current.paragraphs.length > 0) sections.push(current);
       const depth = block.type - MD.H1 + 1;
       stack.length = depth;
@@ -230,96 +246,85 @@ export function parseMarkdownMd4c(text: string): Section[] | undefined {
   return sections;
 }
 
-/** Emits the plain-text paragraph(s) of one md4c block node, as {@link blockToParagraphs} does for marked. */
-function mdBlockToParagraphs(node: MdNode, push: (paragraph: string) => void): void {
-  if (typeof node === 'string') {
-    push(collapseWhitespace(decodeEntities(node)));
-    return;
-  }
+function isMdHeading(node: MdElement): boolean {
+  return node.type >= MD.H1 && node.type <= MD.H6;
+}
+
+/** Emits the plain-text paragraph(s) of one md4c block, as {@link blockToParagraphs} does for marked. */
+function mdBlockToParagraphs(node: MdElement, push: (paragraph: string) => void): void {
+  const children = node.children ?? NO_CHILDREN;
   switch (node.type) {
-    case MD.HR:
-      return;
     case MD.CODE_BLOCK:
-      push(codeText(mdRawText(node.children)));
+      push(codeText(children.join('')));
       return;
     case MD.QUOTE:
-      for (const child of node.children ?? []) mdBlockToParagraphs(child, push);
+      for (const child of children as MdElement[]) mdBlockToParagraphs(child, push);
       return;
     case MD.UL:
     case MD.OL:
       push(mdListLines(node).join('\n'));
       return;
     case MD.TABLE:
-      push(mdTableLines(node).join('\n'));
+      push(mdTableLines(children as MdElement[]).join('\n'));
       return;
     case MD.HTML:
-      push(htmlBlockText(mdRawText(node.children)));
+      push(htmlBlockText(children.join('')));
       return;
-    default:
-      push(collapseWhitespace(mdInlineText(node.children)));
+    default: // paragraphs and headings; a rule has no children
+      push(collapseWhitespace(mdInlineText(children)));
   }
 }
 
-/** Whether an md4c node is a block (a list item's children mix inline content with blocks). */
-function isMdBlock(node: MdNode): boolean {
+/** Block types a list item holds besides its inline content (md4c puts a tight item's text in no paragraph). */
+const MD_ITEM_BLOCKS: ReadonlySet<number> = new Set([MD.P, MD.QUOTE, MD.UL, MD.OL, MD.CODE_BLOCK, MD.TABLE, MD.HR]);
+
+/**
+ * Whether a child of a list item is a block. Raw HTML is a block when md4w ends it with a line end of
+ * its own (`["<div>x</div>", "\n"]`); inline HTML is one string (a hard break is the one string `"<br>\n"`).
+ */
+function isMdItemBlock(node: MdNode): node is MdElement {
   if (typeof node === 'string') return false;
-  return node.type === MD.P || node.type === MD.QUOTE || node.type === MD.UL || node.type === MD.OL || node.type === MD.CODE_BLOCK ||
-    node.type === MD.TABLE || node.type === MD.HR || (node.type >= MD.H1 && node.type <= MD.H6);
+  if (node.type === MD.HTML) return (node.children?.length ?? 0) > 1 && node.children?.[node.children.length - 1] === '\n';
+  return MD_ITEM_BLOCKS.has(node.type) || isMdHeading(node);
 }
 
 /** One line per list item (nested lists and code flattened after their item); ordered items keep their number. */
-function mdListLines(list: { type: number; props?: Record<string, unknown>; children?: MdNode[] }): string[] {
+function mdListLines(list: MdElement): string[] {
   const lines: string[] = [];
-  const start = typeof list.props?.start === 'number' ? list.props.start : 1;
-  let index = 0;
-  for (const item of list.children ?? []) {
-    if (typeof item === 'string' || item.type !== MD.LI) continue;
+  const start = list.props?.start ?? 1;
+  (list.children as MdElement[]).forEach((item, index) => {
     const own: string[] = [];
     const nested: string[] = [];
     let inline: MdNode[] = [];
-    const flushInline = (): void => {
-      if (inline.length > 0) own.push(mdInlineText(inline));
-      inline = [];
-    };
-    for (const child of item.children ?? []) {
-      if (!isMdBlock(child)) {
+    for (const child of item.children ?? NO_CHILDREN) {
+      if (!isMdItemBlock(child)) {
         inline.push(child);
         continue;
       }
-      flushInline();
-      const block = child as { type: number; children?: MdNode[] };
-      if (block.type === MD.UL || block.type === MD.OL) nested.push(...mdListLines(block));
-      else if (block.type === MD.CODE_BLOCK) nested.push(codeText(mdRawText(block.children)));
-      else mdBlockToParagraphs(block, (p) => own.push(p));
+      own.push(mdInlineText(inline));
+      inline = [];
+      if (child.type === MD.UL || child.type === MD.OL) nested.push(...mdListLines(child));
+      else if (child.type === MD.CODE_BLOCK) nested.push(codeText((child.children ?? NO_CHILDREN).join('')));
+      else mdBlockToParagraphs(child, (p) => own.push(p));
     }
-    flushInline();
+    own.push(mdInlineText(inline));
     const text = collapseWhitespace(own.join(' '));
     if (text.length > 0) lines.push(list.type === MD.OL ? `${start + index}. ${text}` : text);
     for (const line of nested) if (line.length > 0) lines.push(line);
-    index++;
-  }
+  });
   return lines;
 }
 
-/** One line per table row, cells joined with ` | `; rows without text are dropped. */
-function mdTableLines(table: { children?: MdNode[] }): string[] {
+/** One line per table row (head and body), cells joined with ` | `; rows without text are dropped. */
+function mdTableLines(parts: MdElement[]): string[] {
   const lines: string[] = [];
-  for (const part of table.children ?? []) {
-    if (typeof part === 'string' || (part.type !== MD.THEAD && part.type !== MD.TBODY)) continue;
-    for (const row of part.children ?? []) {
-      if (typeof row === 'string' || row.type !== MD.TR) continue;
-      const line = (row.children ?? []).map((cell) => collapseWhitespace(typeof cell === 'string' ? decodeEntities(cell) : mdInlineText(cell.children))).join(' | ');
+  for (const part of parts) {
+    for (const row of part.children as MdElement[]) {
+      const line = (row.children as MdElement[]).map((cell) => collapseWhitespace(mdInlineText(cell.children))).join(' | ');
       if (line.replace(/[|\s]/g, '').length > 0) lines.push(line);
     }
   }
   return lines;
-}
-
-/** The strings of a node's children joined as they are (code blocks and raw HTML are not escaped by md4w). */
-function mdRawText(children: MdNode[] | undefined): string {
-  let out = '';
-  for (const child of children ?? []) out += typeof child === 'string' ? child : mdRawText(child.children);
-  return out;
 }
 
 /**
@@ -327,36 +332,32 @@ function mdRawText(children: MdNode[] | undefined): string {
  * HTML tags dropped (a hard break, which md4w writes as `<br>`, becomes a space), entities decoded.
  */
 function mdInlineText(children: MdNode[] | undefined): string {
-  if (children === undefined) return '';
   let out = '';
   let run = '';
-  for (const child of children) {
+  for (const child of children ?? NO_CHILDREN) {
     if (typeof child === 'string') {
-      // md4w gives a soft line break as its own "\n" string: a space, as the paragraph is collapsed anyway.
-      run += child === '\n' ? ' ' : child;
+      run += child;
       continue;
     }
-    if (run.length > 0) {
-      out += cleanText(run);
-      run = '';
-    }
+    out += cleanText(run);
+    run = '';
+    const inner = child.children ?? NO_CHILDREN;
     switch (child.type) {
       case MD.CODE_SPAN:
-        out += decodeEntities(mdRawText(child.children));
+        out += decodeEntities(inner.join(''));
         break;
       case MD.HTML:
         // Tags are dropped as marked drops them; a hard break (written `<br>` by md4w) is a space.
-        if (/^<br\b/i.test(mdRawText(child.children))) out += ' ';
+        if (/^<br\b/i.test(inner.join(''))) out += ' ';
         break;
       case MD.IMG:
-        out += typeof child.props?.alt === 'string' ? cleanText(child.props.alt) : '';
+        out += cleanText(child.props?.alt ?? '');
         break;
       default:
-        out += mdInlineText(child.children);
+        out += mdInlineText(inner);
     }
   }
-  if (run.length > 0) out += cleanText(run);
-  return out;
+  return out + cleanText(run);
 }
 
 /**

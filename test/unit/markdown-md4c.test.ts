@@ -41,6 +41,12 @@ const CONSTRUCTS: Array<[string, string]> = [
   ['an attribute holding a br tag', 'a<span title="<br>">b</span>c'],
   ['a level-six heading, and a second-level heading with no first level', '## Two\n\ntext\n\n###### Six\n\nsix text'],
   ['a code block whose first line is indented', '```\n  indented first\nsecond\n```'],
+  ['empty list items', '- a\n-\n- b'],
+  ['an empty ordered item', '1. a\n2.\n3. b'],
+  ['an empty code block in an item', '- c\n\n  ```\n  ```'],
+  ['a table in a loose list item', '- b\n\n  | x |\n  |---|\n  | y |'],
+  ['blocks in tight list items: a quote, a rule, a heading, an ordered list', '- a\n  > q\n- c\n  ***\n- # head\n- d\n  1. e'],
+  ['HTML in list items: a block, a span and a hard break', '- item\n\n  <div>block text</div>\n- x <span>y</span> z  \n  next'],
   ['a quote holding a rule, code and a table', '> ---\n>\n> ```\n> code\n> ```\n>\n> | a |\n> |---|\n> | b |'],
 ];
 
