@@ -204,14 +204,23 @@ const JSON_BREAKING_CONTROLS = /[\u0001-\u0008\u000b\u000c\u000e-\u001f]/g;
  * 106-133 against 210). The sections are those of {@link parseMarkdownMarked}: the same on all 8,113
  * paragraphs of those docs.
  *
- * Returns undefined when md4w's tree cannot be read, and the caller parses the document with marked:
+ * Returns undefined when md4c fails (a trap in the WebAssembly) or its tree cannot be read, and the caller
+ * parses the document with marked:
  * md4w's JSON writer (0.2.7) writes an image whose alt text holds markup as several strings. It also
  * drops the opening quote of a link's `title`, which is repaired here, and writes C0 control
  * characters unescaped, so they become spaces first (they carry no text).
  */
 export function parseMarkdownMd4c(text: string): Section[] | undefined {
   const module = loadMd4c();
-  let json = renderToString(text.replace(JSON_BREAKING_CONTROLS, ' '), { parseFlags: MD4C_FLAGS }, 2);
+  let json: string;
+  try {
+    json = renderToString(text.replace(JSON_BREAKING_CONTROLS, ' '), { parseFlags: MD4C_FLAGS }, 2);
+  } catch {
+    // A trap inside the WebAssembly (its memory could not grow) may leave the instance half-way: start a
+    // fresh one, and let marked try the document.
+    md4w.initSync(module);
+    return undefined;
+  }
   if (text.length > MD4C_RESET_AFTER_CHARS) md4w.initSync(module);
   // A quote inside a JSON string is escaped, so an unescaped `"title":` is always the key.
   if (json.includes('"title":')) json = json.replace(/"title":(?!")/g, '"title":"');
