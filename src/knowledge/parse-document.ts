@@ -170,17 +170,20 @@ const MD4C_FLAGS = md4w.ParseFlags.TABLES | md4w.ParseFlags.STRIKETHROUGH | md4w
 /** md4w's renderer entry (exported by the package, not declared in its types); renderer 2 is JSON. */
 const renderToString = (md4w as unknown as { renderToString(input: string, options: { parseFlags: number }, renderer: number): string }).renderToString;
 
-let md4cModule: WebAssembly.Module | undefined;
+/** A compiled WebAssembly module, as md4w's `initSync` takes it. */
+type Md4cModule = Parameters<typeof md4w.initSync>[0];
+
+let md4cModule: Md4cModule | undefined;
 
 /**
  * Compiles md4w's WebAssembly parser (the 60 KB `md4w-small.wasm` of the package) on first use, once
  * per thread, synchronously: a few ms. The file is found next to the package's entry module.
  */
-function loadMd4c(): WebAssembly.Module {
+function loadMd4c(): Md4cModule {
   if (md4cModule !== undefined) return md4cModule;
   const wasm = new URL('md4w-small.wasm', import.meta.resolve('md4w'));
-  // WebAssembly is a global of Node; the project's TypeScript libs declare only its types.
-  const { Module } = (globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => WebAssembly.Module } }).WebAssembly;
+  // WebAssembly is a global of Node, but the build's TypeScript libs (ES2023, no DOM) do not declare it.
+  const { Module } = (globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => Md4cModule } }).WebAssembly;
   md4cModule = new Module(readFileSync(fileURLToPath(wasm)));
   md4w.initSync(md4cModule);
   return md4cModule;
