@@ -236,26 +236,41 @@ export function parseMarkdownMd4c(text: string): Section[] | undefined {
 
 /** Sections of md4c's top-level blocks, as {@link parseMarkdownMarked} builds them from marked's tokens. */
 function md4cSections(blocks: MdElement[]): Section[] {
-  const sections: Section[] = [];
-  const stack: string[] = [];
-  let current: Section = { heading: '', paragraphs: [] };
-  const push = (paragraph: string): void => {
-    const trimmed = paragraph.trim();
-    if (trimmed.length > 0) current.paragraphs.push(trimmed);
-  };
+  const sections = new SectionBuilder();
   for (const block of blocks) {
-    if (isMdHeading(block)) {
-      if (current.paragraphs.length > 0) sections.push(current);
-      const depth = block.type - MD.H1 + 1;
-      stack.length = depth;
-      stack[depth - 1] = collapseWhitespace(mdInlineText(block.children));
-      current = { heading: headingPath(stack), paragraphs: [] };
-      continue;
-    }
-    mdBlockToParagraphs(block, push);
+    if (isMdHeading(block)) sections.heading(block.type - MD.H1 + 1, mdInlineText(block.children));
+    else mdBlockToParagraphs(block, sections.push);
   }
-  if (current.paragraphs.length > 0) sections.push(current);
-  return sections;
+  return sections.finish();
+}
+
+/**
+ * Collects sections in document order: each heading starts one, under the heading path of the levels above
+ * it; paragraphs are trimmed and empty ones dropped; sections without paragraphs are left out.
+ */
+class SectionBuilder {
+  private readonly sections: Section[] = [];
+  private readonly stack: string[] = [];
+  private current: Section = { heading: '', paragraphs: [] };
+
+  /** Starts the section of a heading of `depth` (1 to 6) whose inline text is `text`. */
+  heading(depth: number, text: string): void {
+    if (this.current.paragraphs.length > 0) this.sections.push(this.current);
+    this.stack.length = depth;
+    this.stack[depth - 1] = collapseWhitespace(text);
+    this.current = { heading: headingPath(this.stack), paragraphs: [] };
+  }
+
+  /** Adds a paragraph to the current section (bound: it is handed to the block walkers as a callback). */
+  readonly push = (paragraph: string): void => {
+    const trimmed = paragraph.trim();
+    if (trimmed.length > 0) this.current.paragraphs.push(trimmed);
+  };
+
+  finish(): Section[] {
+    if (this.current.paragraphs.length > 0) this.sections.push(this.current);
+    return this.sections;
+  }
 }
 
 function isMdHeading(node: MdElement): boolean {
@@ -408,30 +423,16 @@ function lexMarkdown(text: string): Token[] {
  * Never throws for any string input of at most {@link MAX_MARKDOWN_NESTING} levels of nesting.
  */
 export function parseMarkdownMarked(text: string): Section[] {
-  const tokens = lexMarkdown(text);
-  const sections: Section[] = [];
-  const stack: string[] = [];
-  let current: Section = { heading: '', paragraphs: [] };
-
-  const push = (paragraph: string): void => {
-    const trimmed = paragraph.trim();
-    if (trimmed.length > 0) current.paragraphs.push(trimmed);
-  };
-
-  for (const token of tokens) {
+  const sections = new SectionBuilder();
+  for (const token of lexMarkdown(text)) {
     if (token.type === 'heading') {
       const heading = token as Tokens.Heading;
-      if (current.paragraphs.length > 0) sections.push(current);
-      const depth = Math.min(Math.max(heading.depth, 1), 6);
-      stack.length = depth;
-      stack[depth - 1] = collapseWhitespace(inlineText(heading.tokens));
-      current = { heading: headingPath(stack), paragraphs: [] };
-      continue;
+      sections.heading(Math.min(Math.max(heading.depth, 1), 6), inlineText(heading.tokens));
+    } else {
+      blockToParagraphs(token, sections.push);
     }
-    blockToParagraphs(token, push);
   }
-  if (current.paragraphs.length > 0) sections.push(current);
-  return sections;
+  return sections.finish();
 }
 
 /**
