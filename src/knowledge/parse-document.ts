@@ -207,11 +207,11 @@ const JSON_BREAKING_CONTROLS = /[\u0001-\u0008\u000b\u000c\u000e-\u001f]/g;
  * 106-133 against 210). The sections are those of {@link parseMarkdownMarked}: the same on all 8,113
  * paragraphs of those docs.
  *
- * Returns undefined when md4c fails (a trap in the WebAssembly) or its tree cannot be read, and the caller
- * parses the document with marked:
- * md4w's JSON writer (0.2.7) writes an image whose alt text holds markup as several strings. It also
- * drops the opening quote of a link's `title`, which is repaired here, and writes C0 control
- * characters unescaped, so they become spaces first (they carry no text).
+ * Returns undefined when md4c fails (a trap in the WebAssembly) or its tree cannot be read; the caller
+ * then parses the document with marked. md4w's JSON writer (0.2.7) writes an image whose alt text holds
+ * markup as several strings (unreadable JSON). It also drops the opening quote of a link's `title`,
+ * which is repaired here, and writes C0 control characters unescaped, so they become spaces first (they
+ * carry no text).
  */
 export function parseMarkdownMd4c(text: string): Section[] | undefined {
   const module = loadMd4c();
