@@ -15,11 +15,11 @@
  * Deterministic: same corpus, same code, same numbers (only wall time varies). `--smoke` runs the first
  * 8 questions over the documents they need.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
-import { sleep, stopAll, parleyOptions, type Ctx } from './common.js';
+import { sleep, stopAll, parleyOptions, nodeDocsCorpus, type Ctx } from './common.js';
 
 /** One question of bench/answers/questions.json. */
 interface Question {
@@ -62,12 +62,9 @@ function median(xs: number[]): number {
 }
 
 export async function answers(ctx: Ctx): Promise<BenchOutcome> {
-  const corpus = resolve(ctx.root, '../shared/corpus/nodejs-api');
+  const { corpus, skipped } = nodeDocsCorpus(ctx, 'answers');
+  if (skipped) return skipped;
   const questionsFile = join(ctx.root, 'bench', 'answers', 'questions.json');
-  if (!existsSync(corpus)) {
-    ctx.log(`answers: skipped: ${corpus} not found`);
-    return { name: 'answers', rows: [], config: { corpus }, results: { skipped: `${corpus} not found` }, charts: [], notes: [`skipped: ${corpus} not found`] };
-  }
   const all = (JSON.parse(readFileSync(questionsFile, 'utf8')) as { questions: Question[] }).questions;
   const questions = ctx.smoke ? all.slice(0, 8) : all;
   const needed = new Set(questions.flatMap((q) => q.documents));

@@ -5,7 +5,9 @@ import {
   startBaselineServer, startFloorServer, startMock, startParleyServer, startPortkey,
   type BaselineProc, type FloorProc, type MockOptions, type MockProc, type ParleyProc, type PortkeyProc,
 } from '../lib/processes.js';
-import type { Row } from '../lib/report.js';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { BenchOutcome, Row } from '../lib/report.js';
 import { waitForQuietHost, type QuietGate } from '../lib/proc.js';
 import type { Summary } from '../lib/stats.js';
 
@@ -220,4 +222,15 @@ export async function startRig(ctx: Ctx, mockOptions: MockOptions, withPortkey =
 export function serverPid(rig: Rig, t: TargetName): number | undefined {
   if (t === 'direct') return rig.mock.pid;
   return rig[t]?.pid;
+}
+
+/**
+ * The Node.js docs corpus (`../shared/corpus/nodejs-api` beside the project) for the benchmarks that
+ * ingest it: `{corpus}` when it is there, else also `skipped`, the outcome to return (logged, no rows).
+ */
+export function nodeDocsCorpus(ctx: Ctx, bench: string): { corpus: string; skipped?: BenchOutcome } {
+  const corpus = resolve(ctx.root, '../shared/corpus/nodejs-api');
+  if (existsSync(corpus)) return { corpus };
+  ctx.log(`${bench}: skipped: ${corpus} not found`);
+  return { corpus, skipped: { name: bench, rows: [], config: { corpus }, results: { skipped: `${corpus} not found` }, charts: [], notes: [`skipped: ${corpus} not found`] } };
 }

@@ -12,14 +12,14 @@
  * to retrieve yet: pass 1's reference) and after it (retrieval and composed answers, as during passes 2 and 3:
  * their reference).
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createParser } from 'eventsource-parser';
 import { summarize, type Summary } from '../lib/stats.js';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { CpuMeter } from '../lib/proc.js';
 import { startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
-import { sleep, stopAll, parleyOptions, type Ctx } from './common.js';
+import { sleep, stopAll, parleyOptions, nodeDocsCorpus, type Ctx } from './common.js';
 
 interface IngestRun {
   workers: number;
@@ -171,11 +171,8 @@ function withPass(r: IngestRun, rows: Row[]): Row[] {
 }
 
 export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
-  const corpus = resolve(ctx.root, '../shared/corpus/nodejs-api');
-  if (!existsSync(corpus)) {
-    ctx.log(`ingest: skipped: ${corpus} not found`);
-    return { name: 'ingest', rows: [], config: { corpus }, results: { skipped: `${corpus} not found` }, charts: [], notes: [`skipped: ${corpus} not found`] };
-  }
+  const { corpus, skipped } = nodeDocsCorpus(ctx, 'ingest');
+  if (skipped) return skipped;
   const docs = corpusDocuments(corpus);
   const bytes = docs.reduce((a, d) => a + d.body.length, 0);
   const idleS = ctx.smoke ? 1.5 : 4;

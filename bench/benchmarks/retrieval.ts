@@ -11,14 +11,12 @@
  * Parley did before the reader thread) and in the reader thread (`worker`, the default), on fresh
  * servers, side by side. `--smoke`: the corpus once and a 3-second window.
  */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { percentile, Samples, summarize, type Summary } from '../lib/stats.js';
 import { CpuMeter } from '../lib/proc.js';
 import { buildTarget, ConnPool } from '../lib/raw-client.js';
 import { startMock, startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
-import { parleyOptions, parleyTarget, sleep, stopAll, type Ctx } from './common.js';
+import { parleyOptions, parleyTarget, sleep, stopAll, nodeDocsCorpus, type Ctx } from './common.js';
 import { corpusDocuments, uploadDocuments, waitProcessed } from './ingest.js';
 
 /** The mock's pacing: one delta per this many ms. */
@@ -148,11 +146,8 @@ async function runOnce(ctx: Ctx, reader: Reader, mockUrl: string, docs: ReturnTy
 }
 
 export async function retrieval(ctx: Ctx): Promise<BenchOutcome> {
-  const corpus = resolve(ctx.root, '../shared/corpus/nodejs-api');
-  if (!existsSync(corpus)) {
-    ctx.log(`retrieval: skipped: ${corpus} not found`);
-    return { name: 'retrieval', rows: [], config: { corpus }, results: { skipped: `${corpus} not found` }, charts: [], notes: [`skipped: ${corpus} not found`] };
-  }
+  const { corpus, skipped } = nodeDocsCorpus(ctx, 'retrieval');
+  if (skipped) return skipped;
   const docs = corpusDocuments(corpus);
   const copies = ctx.smoke ? 1 : 3;
   const windowS = ctx.smoke ? 3 : 15;
