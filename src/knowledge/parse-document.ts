@@ -5,8 +5,9 @@
  * Runs inside the ingestion worker (src/knowledge/ingest.worker.ts); pure and synchronous.
  */
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { Lexer, type Token, type Tokens } from 'marked';
+import type { Lexer as MarkedLexer, Token, Tokens } from 'marked';
 import * as md4w from 'md4w';
 import type { DocumentContentType } from './types.js';
 
@@ -396,6 +397,19 @@ function mdInlineText(children: MdNode[] | undefined): string {
  */
 const INLINE_MARKUP = /[\\<[*_`~]/;
 
+let lexerClass: typeof MarkedLexer | undefined;
+
+/**
+ * marked's `Lexer`, loaded on first use: marked is only the fallback of md4c (and the reference of the
+ * tests), and importing it costs each new ingestion worker about 14 ms of CPU (measured in a fresh
+ * worker thread), which a worker that never falls back need not pay. The parse is synchronous, so the
+ * ES module is loaded with `require` (require(esm): Node >= 20.19, package.json `engines`).
+ */
+function markedLexer(): typeof MarkedLexer {
+  lexerClass ??= (createRequire(import.meta.url)('marked') as { Lexer: typeof MarkedLexer }).Lexer;
+  return lexerClass;
+}
+
 /**
  * Lexes `text` (line ends already `\n`) as GFM with marked, like `Lexer.lex`, except that inline
  * content without {@link INLINE_MARKUP} becomes one plain text token instead of going through marked's
@@ -403,7 +417,7 @@ const INLINE_MARKUP = /[\\<[*_`~]/;
  * with about 10% less parse time on those docs (warm, one thread: 185-210 ms against 205-300 ms).
  */
 function lexMarkdown(text: string): Token[] {
-  const lexer = new Lexer({ gfm: true });
+  const lexer = new (markedLexer())({ gfm: true });
   // marked keeps the inline work of blockTokens in `inlineQueue` (typed private; `lex` drains it the
   // same way). marked is pinned; should a version drop the queue, lex the usual way.
   const queued = lexer as unknown as { inlineQueue?: Array<{ src: string; tokens: Token[] }> };

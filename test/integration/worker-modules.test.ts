@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 describe('worker thread modules', () => {
-  it('the compiled ingestion worker and SQLite writer and reader threads load without zod (each thread would pay ~60 ms of CPU)', () => {
+  it('the compiled ingestion worker and SQLite writer and reader threads load without zod (each thread would pay ~60 ms of CPU), and the ingestion worker without marked or the Piscina pool module', () => {
     // A module resolve hook (node:module register) prints every module URL resolved while each worker
     // module loads; the same hook run on a module that does use zod shows the probe can see it.
     const hook = `export async function resolve(s, c, next) { const r = await next(s, c); process.stdout.write(r.url + '\\n'); return r; }`;
@@ -23,8 +23,11 @@ describe('worker thread modules', () => {
     const zod = (urls: string[]) => urls.filter((u) => u.includes('/node_modules/zod/'));
 
     const ingestWorker = loaded('dist/src/knowledge/ingest.worker.js');
-    expect(ingestWorker.some((u) => u.includes('/node_modules/marked/'))).toBe(true);
+    expect(ingestWorker.some((u) => u.includes('/node_modules/md4w/'))).toBe(true);
     expect(zod(ingestWorker)).toEqual([]);
+    // marked (the Markdown fallback, ~14 ms) loads only when md4c fails, and Piscina's pool module
+    // (~15 ms) not at all: the worker takes its workerData from node:worker_threads.
+    expect(ingestWorker.filter((u) => u.includes('/node_modules/marked/') || u.includes('/node_modules/piscina/'))).toEqual([]);
     const writerWorker = loaded('dist/src/store/sqlite/writer.worker.js');
     expect(writerWorker.some((u) => u.includes('/src/store/sqlite/conversation-writes.js'))).toBe(true);
     expect(zod(writerWorker)).toEqual([]);
@@ -32,5 +35,12 @@ describe('worker thread modules', () => {
     expect(readerWorker.some((u) => u.includes('/src/store/sqlite/knowledge-search.js'))).toBe(true);
     expect(zod(readerWorker)).toEqual([]);
     expect(zod(loaded('dist/src/vocabulary/document.js')).length).toBeGreaterThan(0);
+  });
+
+  it('the compiled Markdown fallback loads marked on first use, outside vitest (require of an ES module)', () => {
+    const script = `import(${JSON.stringify(path.join(root, 'dist/src/knowledge/parse-document.js'))})
+      .then((m) => process.stdout.write(JSON.stringify(m.parseMarkdownMarked('# Title\\n\\nsome *emphasis* and \\\`code\\\`'))))`;
+    const out = execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual([{ heading: 'Title', paragraphs: ['some emphasis and code'] }]);
   });
 });
