@@ -22,7 +22,8 @@ const FAILED_TO_START = { type: 'api_error', code: 'internal_error', message: 'T
  * so the runtime can tell "changed" from "already so" with `snapshot.can(event)`.
  *
  * Cost matters here (one actor per conversation, one per turn): no eventless transitions outside the
- * one-time `boot` state, and the next turn starts in the same transition that ends the previous one.
+ * one-time `boot` state, the next turn starts in the same transition that ends the previous one, and a
+ * new conversation's actor starts answering its first turn (`firstTurn` in the input) as it starts.
  *
  * The `turn` logic is registered here by key and provided by the runtime (src/runtime/turn/turn-runner.ts);
  * DESIGN.md "Actors": children are never spawned inline.
@@ -44,6 +45,7 @@ export const conversationMachine = setup({
   guards: {
     hasRoom: ({ context }) => context.queue.length < context.maxQueued,
     hasQueued: ({ context }) => context.queue.length > 0,
+    hasActive: ({ context }) => context.active !== null,
     isClosed: ({ context }) => context.status === 'closed',
     isActive: ({ context }) => context.status === 'active',
     isOpen: ({ context }) => context.status !== 'closed',
@@ -100,13 +102,13 @@ export const conversationMachine = setup({
     idleMs: input.idleMs,
     maxSteps: input.maxSteps,
     queue: [],
-    active: null,
+    active: input.status === 'active' ? input.firstTurn ?? null : null,
     lastTurn: null,
   }),
   initial: 'boot',
   states: {
     boot: {
-      always: [{ guard: 'isClosed', target: 'closed' }, { target: 'idle' }],
+      always: [{ guard: 'isClosed', target: 'closed' }, { guard: 'hasActive', target: 'answering' }, { target: 'idle' }],
     },
     idle: {
       after: { idleTimeout: 'unloaded' },

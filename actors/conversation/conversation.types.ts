@@ -13,6 +13,12 @@ export interface ConversationInput {
   idleMs: number;
   /** Model calls per turn. */
   maxSteps: number;
+  /**
+   * The first turn of a conversation created for it (an `active` one): the actor starts answering it,
+   * as if `turn.requested` had arrived while idle, without passing through `idle` (no idle timer armed
+   * and cancelled, no second macrostep).
+   */
+  firstTurn?: TurnHandle;
 }
 
 export interface ConversationContext {

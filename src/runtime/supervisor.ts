@@ -1,5 +1,7 @@
 import { createActor, type Actor, type AnyActorLogic } from 'xstate';
 import type { conversationMachine } from '../../actors/conversation/conversation.machine.js';
+import type { ConversationInput } from '../../actors/conversation/conversation.types.js';
+import type { TurnHandle } from '../../actors/turn/turn.types.js';
 import type { ConversationStatus } from '../vocabulary/conversation.js';
 import type { Logger } from '../log/logger.js';
 
@@ -69,6 +71,19 @@ export class Supervisor {
   }
 
   /**
+   * Creates the actor of a conversation that was just created for `firstTurn` (so none is live and it has
+   * no crash record), already answering that turn: the machine's `firstTurn` input, which spares the
+   * `turn.requested` event and the idle state in between.
+   *
+   * @throws Error when an actor of that conversation is live (the id is not new), or what the machine
+   * throws as it starts.
+   */
+  startNew(seed: ConversationSeed, firstTurn: TurnHandle): ConversationActor {
+    if (this.actors.has(seed.id)) throw new Error(`conversation ${seed.id} already has a live actor`);
+    return this.spawn(seed, firstTurn);
+  }
+
+  /**
    * Stops and forgets the live actor of a conversation (its state and the store's disagree: a status
    * write failed); the next `acquire` rehydrates it from the store. Its running turn, if any, is aborted.
    */
@@ -88,12 +103,14 @@ export class Supervisor {
     return this.actors.size;
   }
 
-  private spawn(seed: ConversationSeed): ConversationActor {
+  private spawn(seed: ConversationSeed, firstTurn?: TurnHandle): ConversationActor {
+    const input: ConversationInput = {
+      conversationId: seed.id, status: seed.status, maxQueued: this.opts.maxQueued,
+      idleMs: this.opts.idleMs, maxSteps: this.opts.maxSteps,
+    };
+    if (firstTurn !== undefined) input.firstTurn = firstTurn;
     const actor = createActor(this.opts.logic as AnyActorLogic, {
-      input: {
-        conversationId: seed.id, status: seed.status, maxQueued: this.opts.maxQueued,
-        idleMs: this.opts.idleMs, maxSteps: this.opts.maxSteps,
-      },
+      input,
       ...(this.opts.clock ? { clock: this.opts.clock } : {}),
     }) as unknown as ConversationActor;
     actor.subscribe({

@@ -473,20 +473,23 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     ]);
   });
 
-  it('sends the first turn of a new conversation to the model before creating its actor; later turns and retrieval wait for the actor', async () => {
-    // The order of two calls on the live service: the provider's stream() and the supervisor's acquire().
+  it('sends the first turn of a new conversation to the model before creating its actor (which starts on that turn); later turns and retrieval wait for the actor', async () => {
+    // The order of calls on the live service: the provider's stream() and the supervisor's acquire()
+    // (an existing conversation) or startNew() (a new one, its actor starting on its first turn).
     const chat = srv.parley.services.chat;
     const provider = (chat as unknown as { opts: { models: { get(n: string): { stream: (...a: unknown[]) => unknown } } } }).opts.models.get('openai');
     const order: string[] = [];
     const stream = provider.stream;
     const acquire = chat.supervisor.acquire;
+    const startNew = chat.supervisor.startNew;
     provider.stream = function (this: unknown, ...args: unknown[]) { order.push('model'); return stream.apply(this, args); };
     chat.supervisor.acquire = function (this: unknown, ...args: Parameters<typeof acquire>) { order.push('actor'); return acquire.apply(this, args); };
+    chat.supervisor.startNew = function (this: unknown, ...args: Parameters<typeof startNew>) { order.push('new actor'); return startNew.apply(this, args); };
     try {
       const plain = await createAgent(srv, { name: 'Early bot', model: { provider: 'openai', name: 'mock-early' } });
       const r1 = await chatOnce(srv, plain, { message: 'first' });
       expect(r1.status).toBe(200);
-      expect(order).toEqual(['model', 'actor']);
+      expect(order).toEqual(['model', 'new actor']);
 
       order.length = 0;
       const r2 = await chatOnce(srv, plain, { message: 'second', conversation_id: ((await r1.json()) as Json).conversation_id });
@@ -497,25 +500,26 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
       const withKnowledge = await createAgent(srv, { name: 'Early KB bot', model: { provider: 'openai', name: 'mock-early' }, knowledge_base_ids: [kbId] });
       const r3 = await chatOnce(srv, withKnowledge, { message: QUESTION });
       expect(r3.status).toBe(200);
-      expect(order).toEqual(['actor', 'model']); // retrieval runs first
+      expect(order).toEqual(['new actor', 'model']); // retrieval runs first
       // A new conversation has no history: the model gets no earlier turn.
       expect((mock.requests.at(-1)!.body.messages ?? []).filter((m) => m.role === 'assistant')).toEqual([]);
     } finally {
       provider.stream = stream;
       chat.supervisor.acquire = acquire;
+      chat.supervisor.startNew = startNew;
     }
   });
 
   it('stops the early turn and stores no reply when the new conversation actor cannot be created (500 internal_error)', async () => {
     const chat = srv.parley.services.chat;
-    const acquire = chat.supervisor.acquire;
+    const startNew = chat.supervisor.startNew;
     const agent = await createAgent(srv, { name: 'No actor bot', model: { provider: 'openai', name: 'mock-no-actor' } });
-    chat.supervisor.acquire = () => { throw new Error('actor creation failed (test)'); };
+    chat.supervisor.startNew = () => { throw new Error('actor creation failed (test)'); };
     let r: Response;
     try {
       r = await chatOnce(srv, agent, { message: 'will this be answered?' });
     } finally {
-      chat.supervisor.acquire = acquire;
+      chat.supervisor.startNew = startNew;
     }
     expect(r.status).toBe(500);
     expect(((await r.json()) as Json).error).toMatchObject({ code: 'internal_error', message: 'The conversation could not take its first message; send it again.' });

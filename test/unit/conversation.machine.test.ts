@@ -114,6 +114,43 @@ describe('conversation machine: starting turns', () => {
   });
 });
 
+describe('conversation machine: a new conversation\'s first turn (input firstTurn)', () => {
+  it('starts answering that turn at once: the turn actor runs with the very object as input, and nothing was idle', async () => {
+    const first = { id: 'first' };
+    const c = start({ firstTurn: first });
+    expect(c.snap().value).toBe('answering');
+    expect(c.snap().context.active).toBe(first);
+    expect(c.turns.started).toEqual(['first']);
+    expect(c.turns.inputs[0]!.turn).toBe(first);
+    // No idle timer was left behind: only the one armed after the turn ends unloads the actor.
+    c.clock.increment(5_000);
+    expect(c.snap().value).toBe('answering');
+    await c.finish('first');
+    expect(c.snap().value).toBe('idle');
+    expect(c.snap().context.lastTurn).toEqual({ turnId: 'first', outcome: 'succeeded', finishReason: 'stop' });
+    c.clock.increment(1_000);
+    expect(c.snap().status).toBe('done');
+  });
+
+  it('queues a request made while the first turn runs, and starts it when the first ends', async () => {
+    const c = start({ firstTurn: { id: 'first' } });
+    c.request('t2');
+    expect(c.snap().context.queue.map((t) => t.id)).toEqual(['t2']);
+    await c.finish('first');
+    expect(c.activeId()).toBe('t2');
+    expect(c.turns.started).toEqual(['first', 't2']);
+  });
+
+  it('takes no first turn unless the stored status is active', () => {
+    for (const status of ['pending_handoff', 'handed_off', 'closed'] as const) {
+      const c = start({ status, firstTurn: { id: 'first' } });
+      expect(c.snap().value).toBe(status === 'closed' ? 'closed' : 'idle');
+      expect(c.snap().context.active).toBeNull();
+      expect(c.turns.started).toEqual([]);
+    }
+  });
+});
+
 describe('conversation machine: queue', () => {
   it('queues requests behind the running turn in order, up to maxQueued; the next is refused', () => {
     const c = start({ maxQueued: 2 });

@@ -91,6 +91,30 @@ describe('Supervisor: registry', () => {
   });
 });
 
+describe('Supervisor: startNew (a new conversation with its first turn)', () => {
+  it('registers an actor already answering the turn, which acquire then returns; it unloads idleMs after the turn', async () => {
+    const { supervisor, clock } = makeSupervisor();
+    const turn = { id: 't1' };
+    const actor = supervisor.startNew({ id: 'conv_new', status: 'active' }, turn);
+    expect(actor.getSnapshot().value).toBe('answering');
+    expect(actor.getSnapshot().context.active).toBe(turn);
+    expect(await supervisor.acquire({ id: 'conv_new', status: 'active' })).toBe(actor);
+    const snap = await waitFor(actor, (s) => s.context.lastTurn !== null, { timeout: 2_000 });
+    expect(snap.context.lastTurn).toEqual({ turnId: 't1', outcome: 'succeeded', finishReason: 'stop' });
+    clock.increment(IDLE_MS);
+    expect(supervisor.peek('conv_new')).toBeUndefined();
+  });
+
+  it('refuses a conversation that already has a live actor, and leaves that actor alone', async () => {
+    const { supervisor } = makeSupervisor();
+    const live = await supervisor.acquire({ id: 'conv_1', status: 'active' });
+    expect(() => supervisor.startNew({ id: 'conv_1', status: 'active' }, { id: 't1' })).toThrow(/already has a live actor/);
+    expect(supervisor.peek('conv_1')).toBe(live);
+    expect(live.getSnapshot().value).toBe('idle');
+    supervisor.stopAll();
+  });
+});
+
 describe('Supervisor: idle unload and rehydration', () => {
   it('drops an actor that unloaded itself and rehydrates a new one from the seed', async () => {
     const { supervisor, clock, log } = makeSupervisor();

@@ -171,12 +171,13 @@ const WITHDRAWN = { type: 'api_error', code: 'internal_error', message: 'The tur
  * actor always takes it at once: when the turn needs neither history nor retrieval, its set-up is
  * synchronous, so the model request is handed to undici before the conversation actor is created.
  * undici (7.28 and later) writes a request on a reused keep-alive connection only in the event loop's
- * check phase (a setImmediate that first lets the idle socket show stray bytes), so the bytes leave
- * after this task, actor creation included. Creating the actor after that write instead was measured
- * at one stream (eight alternating pairs): added p50 about 0.1 ms lower, p90 higher in most pairs (the
- * upstream's answer then arrives while the actor is being created), so it is not done. Nothing of the
- * turn reaches a client earlier for it: its channel is still handed out once the visitor message is
- * durable.
+ * check phase (a setImmediate that first lets the idle socket show stray bytes), so the runtime creates
+ * the actor after that write (chat-service.ts `afterModelRequestWrite`). Measured at one stream, three
+ * alternating pairs per upstream: added first token p50 1.97 -> 1.78 ms with the first delta at once,
+ * 1.83 -> 1.55 ms with it 3 ms after the request (the request left about 0.45 ms earlier; these runs also
+ * include the actor starting on its first turn, conversation.machine.ts `firstTurn`). Nothing of
+ * the turn reaches a client earlier for it: its channel is still handed out once the visitor message
+ * is durable.
  */
 export function startTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<TurnOutput> {
   if (turn.run !== undefined) return turn.run;
