@@ -397,4 +397,3 @@ export function visitorTokenMatches(conversation: ConversationRecord, token: str
 function afterModelRequestWrite(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
-
