@@ -5,7 +5,7 @@
  * as its SHA-256 hex. A fast hash is right for them: they carry 256 bits of entropy, there is no
  * dictionary to guess from (unlike passwords).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** The kinds of opaque token and their prefixes. */
 export type OpaquePrefix = 'rt' | 'wst' | 'vt';
@@ -26,7 +26,7 @@ export function isOpaqueToken(token: string, prefix: OpaquePrefix): boolean {
   return SHAPES[prefix].test(token);
 }
 
-/** The stored form of an opaque token: SHA-256 hex (64 characters). */
+/** The stored form of an opaque token: SHA-256 hex (64 characters), by node:crypto's one-shot `hash` (see hashApiKey). */
 export function hashOpaqueToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex');
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { API_KEY_LENGTH, containsApiKey, digestsEqual, generateApiKey, hashApiKey, isWellFormedApiKey } from '../../src/auth/api-keys.js';
+import { hashOpaqueToken } from '../../src/auth/opaque-tokens.js';
 
 describe('API keys', () => {
   it('have the API.md shape: sk_ + 30 base62 + 6-char checksum', () => {
@@ -28,6 +29,11 @@ describe('API keys', () => {
     expect(digestsEqual(hashApiKey(key), hashApiKey(key))).toBe(true);
     expect(digestsEqual(hashApiKey(key), hashApiKey(generateApiKey()))).toBe(false);
     expect(digestsEqual('ab', 'abc')).toBe(false);
+  });
+
+  it('hash to the SHA-256 hex digest, so keys stored by any earlier build still match (FIPS 180-2 test vector "abc")', () => {
+    expect(hashApiKey('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(hashOpaqueToken('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 
   it('containsApiKey finds a real key anywhere in a text, and nothing else', () => {
