@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { API_KEY_LENGTH, containsApiKey, digestsEqual, generateApiKey, hashApiKey, isWellFormedApiKey } from '../../src/auth/api-keys.js';
-import { hashOpaqueToken } from '../../src/auth/opaque-tokens.js';
+import { hashOpaqueToken, isOpaqueToken, newOpaqueToken } from '../../src/auth/opaque-tokens.js';
 
 describe('API keys', () => {
   it('have the API.md shape: sk_ + 30 base62 + 6-char checksum', () => {
@@ -48,5 +48,32 @@ describe('API keys', () => {
     expect(containsApiKey(badChecksum)).toBe(false);
     expect(containsApiKey(`sk_${'A'.repeat(36)}`)).toBe(false);
     expect(containsApiKey('')).toBe(false);
+  });
+});
+
+describe('opaque tokens (refresh rt_, socket ticket wst_, visitor vt_)', () => {
+  const body = 'A'.repeat(21) + '-_' + 'z9'.repeat(10); // 43 base64url characters
+
+  it('are the prefix and 43 base64url characters, and only their own kind passes', () => {
+    for (const prefix of ['rt', 'wst', 'vt'] as const) {
+      const token = newOpaqueToken(prefix);
+      expect(token).toMatch(new RegExp(`^${prefix}_[A-Za-z0-9_-]{43}$`));
+      expect(isOpaqueToken(token, prefix)).toBe(true);
+      expect(isOpaqueToken(`${prefix}_${body}`, prefix)).toBe(true);
+    }
+    expect(isOpaqueToken(newOpaqueToken('rt'), 'vt')).toBe(false);
+    expect(isOpaqueToken(newOpaqueToken('vt'), 'wst')).toBe(false);
+  });
+
+  it('refuse anything around, short of or other than the 43 characters', () => {
+    for (const prefix of ['rt', 'wst', 'vt'] as const) {
+      const good = `${prefix}_${body}`;
+      expect(isOpaqueToken(`x${good}`, prefix)).toBe(false); // text before
+      expect(isOpaqueToken(`${good}x`, prefix)).toBe(false); // text after
+      expect(isOpaqueToken(`${prefix}_${body.slice(1)}`, prefix)).toBe(false); // 42 characters
+      expect(isOpaqueToken(`${prefix}_A`, prefix)).toBe(false);
+      expect(isOpaqueToken(`${prefix}_${'!'.repeat(43)}`, prefix)).toBe(false); // not base64url
+      expect(isOpaqueToken(`${prefix}_${body.slice(0, 42)}=`, prefix)).toBe(false);
+    }
   });
 });
