@@ -389,11 +389,14 @@ export function visitorTokenMatches(conversation: ConversationRecord, token: str
 
 /**
  * Resolves in the event loop's check phase, after the `setImmediate` callbacks queued before it: undici
- * (7.28 and later) writes a request on a reused keep-alive connection from such a callback, queued when
- * the request is dispatched, so work awaited after this runs once the request bytes are on the socket.
- * When the request was not dispatched yet (the turn loads history or passages first), it only defers
- * that work by one loop iteration.
+ * (7.28 and later) writes a request on a reused keep-alive connection from such a callback. It queues
+ * that callback when the request is dispatched (a string body) or from a microtask queued then (an
+ * iterable body: OneShotBody, for bodies over RETAINED_BODY_MAX_CHARS), so this queues its own from a
+ * microtask queued after undici's: work awaited after this runs once the request bytes are on the
+ * socket. On a new connection the write waits for the connect, and the work overlaps it. When the
+ * request was not dispatched yet (the turn loads history or passages first), it only defers that work
+ * by one loop iteration.
  */
 function afterModelRequestWrite(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+  return new Promise((resolve) => queueMicrotask(() => setImmediate(resolve)));
 }

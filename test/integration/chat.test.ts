@@ -3,6 +3,7 @@
  * OpenAI-compatible upstream. Contract: ../shared/API.md "Chat", "Conversations", "Errors" and
  * SPEC.md 6.1.
  */
+import diagnostics from 'node:diagnostics_channel';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startMockUpstream, type MockUpstream, type RecordedMessage } from '../helpers/mock-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -485,28 +486,47 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     provider.stream = function (this: unknown, ...args: unknown[]) { order.push('model'); return stream.apply(this, args); };
     chat.supervisor.acquire = function (this: unknown, ...args: Parameters<typeof acquire>) { order.push('actor'); return acquire.apply(this, args); };
     chat.supervisor.startNew = function (this: unknown, ...args: Parameters<typeof startNew>) { order.push('new actor'); return startNew.apply(this, args); };
+    // undici publishes when it writes a request's head to the socket; only Parley's requests to the mock count.
+    const upstream = new URL(mock.url).origin;
+    const onSent = (message: unknown) => {
+      if ((message as { request?: { origin?: unknown } }).request?.origin === upstream) order.push('request written');
+    };
+    diagnostics.subscribe('undici:client:sendHeaders', onSent);
     try {
       const plain = await createAgent(srv, { name: 'Early bot', model: { provider: 'openai', name: 'mock-early' } });
+      // A turn first, so the next request finds an idle keep-alive connection to the mock (as in steady use).
+      expect((await chatOnce(srv, plain, { message: 'warm-up' })).status).toBe(200);
+      order.length = 0;
       const r1 = await chatOnce(srv, plain, { message: 'first' });
       expect(r1.status).toBe(200);
-      expect(order).toEqual(['model', 'new actor']);
+      // The new conversation's actor is created only once the model request is on the socket.
+      expect(order).toEqual(['model', 'request written', 'new actor']);
+
+      // The same with a request body over RETAINED_BODY_MAX_CHARS (a long system prompt), which undici
+      // starts writing from a microtask rather than at once.
+      const prompted = await createAgent(srv, { name: 'Early prompted bot', instructions: 'Answer briefly. '.repeat(60), model: { provider: 'openai', name: 'mock-early' } });
+      expect((await chatOnce(srv, prompted, { message: 'warm-up' })).status).toBe(200);
+      order.length = 0;
+      expect((await chatOnce(srv, prompted, { message: 'first' })).status).toBe(200);
+      expect(order).toEqual(['model', 'request written', 'new actor']);
 
       order.length = 0;
       const r2 = await chatOnce(srv, plain, { message: 'second', conversation_id: ((await r1.json()) as Json).conversation_id });
       expect(r2.status).toBe(200);
-      expect(order).toEqual(['actor', 'model']); // history is loaded first
+      expect(order).toEqual(['actor', 'model', 'request written']); // history is loaded first
 
       order.length = 0;
       const withKnowledge = await createAgent(srv, { name: 'Early KB bot', model: { provider: 'openai', name: 'mock-early' }, knowledge_base_ids: [kbId] });
       const r3 = await chatOnce(srv, withKnowledge, { message: QUESTION });
       expect(r3.status).toBe(200);
-      expect(order).toEqual(['new actor', 'model']); // retrieval runs first
+      expect(order).toEqual(['new actor', 'model', 'request written']); // retrieval runs first
       // A new conversation has no history: the model gets no earlier turn.
       expect((mock.requests.at(-1)!.body.messages ?? []).filter((m) => m.role === 'assistant')).toEqual([]);
     } finally {
       provider.stream = stream;
       chat.supervisor.acquire = acquire;
       chat.supervisor.startNew = startNew;
+      diagnostics.unsubscribe('undici:client:sendHeaders', onSent);
     }
   });
 
