@@ -296,3 +296,85 @@ describe('Supervisor: bounded crash records', () => {
     supervisor.stopAll();
   });
 });
+
+describe('Supervisor: actor systems shared by several conversations', () => {
+  /** The actor system an actor belongs to (public on every XState actor). */
+  const systemOf = (a: { system: unknown }) => a.system;
+
+  it('creates actors round robin under `systems` roots: the (systems+1)th shares the first one\'s system, the others do not', async () => {
+    const { supervisor } = makeSupervisor({ systems: 3 });
+    const actors = [];
+    for (const id of ['c1', 'c2', 'c3', 'c4']) actors.push(await supervisor.acquire({ id, status: 'active' }));
+    expect(supervisor.systemCount).toBe(3);
+    expect(systemOf(actors[3]!)).toBe(systemOf(actors[0]!));
+    expect(new Set(actors.slice(0, 3).map(systemOf)).size).toBe(3);
+    supervisor.stopAll();
+  });
+
+  it('creates a root only when one is first needed', async () => {
+    const { supervisor } = makeSupervisor({ systems: 8 });
+    expect(supervisor.systemCount).toBe(0);
+    await supervisor.acquire({ id: 'c1', status: 'active' });
+    await supervisor.acquire({ id: 'c2', status: 'active' });
+    expect(supervisor.systemCount).toBe(2);
+    supervisor.stopAll();
+  });
+
+  it('evict stops only that actor; another actor of the same system still answers and unloads on its own timer', async () => {
+    const { supervisor, clock } = makeSupervisor({ systems: 1 });
+    const a = await supervisor.acquire({ id: 'c1', status: 'active' });
+    const b = await supervisor.acquire({ id: 'c2', status: 'active' });
+    expect(systemOf(b)).toBe(systemOf(a));
+    supervisor.evict('c1');
+    expect(a.getSnapshot().status).toBe('stopped');
+    expect(supervisor.peek('c1')).toBeUndefined();
+    b.send({ type: 'turn.requested', turn: { id: 't1' } as never });
+    await waitFor(b, (s) => s.matches('idle'));
+    expect(b.getSnapshot().context.lastTurn).toMatchObject({ turnId: 't1', outcome: 'succeeded' });
+    clock.increment(IDLE_MS);
+    expect(b.getSnapshot().status).toBe('done');
+    expect(supervisor.peek('c2')).toBeUndefined();
+  });
+
+  it('an actor whose idle timer was cancelled by the stop of a neighbour still unloads (the stop cancels only the stopped actor\'s timers)', async () => {
+    const { supervisor, clock } = makeSupervisor({ systems: 1 });
+    const a = await supervisor.acquire({ id: 'c1', status: 'active' });
+    const b = await supervisor.acquire({ id: 'c2', status: 'active' });
+    supervisor.evict('c1');
+    expect(a.getSnapshot().status).toBe('stopped');
+    clock.increment(IDLE_MS - 1);
+    expect(b.getSnapshot().status).toBe('active');
+    clock.increment(1);
+    expect(b.getSnapshot().status).toBe('done');
+  });
+
+  it('stopAll stops every actor of every system', async () => {
+    const { supervisor } = makeSupervisor({ systems: 2 });
+    const actors = [];
+    for (const id of ['c1', 'c2', 'c3']) actors.push(await supervisor.acquire({ id, status: 'active' }));
+    supervisor.stopAll();
+    expect(actors.map((a) => a.getSnapshot().status)).toEqual(['stopped', 'stopped', 'stopped']);
+    expect(supervisor.size).toBe(0);
+  });
+
+  it('a crash in one actor leaves the other actors of its system working', async () => {
+    const { supervisor, crashes } = makeSupervisor({ logic: poisonableLogic, systems: 1 });
+    const bad = await supervisor.acquire({ id: 'bad', status: 'active' });
+    const good = await supervisor.acquire({ id: 'good', status: 'active' });
+    bad.send({ type: 'turn.requested', turn: { id: 'poison' } as never });
+    expect(crashes.map((c) => c.id)).toEqual(['bad']);
+    good.send({ type: 'turn.requested', turn: { id: 't1' } as never });
+    await waitFor(good, (s) => s.matches('idle'));
+    expect(good.getSnapshot().context.lastTurn).toMatchObject({ turnId: 't1', outcome: 'succeeded' });
+    // A new actor created under the same root works too.
+    const next = await supervisor.acquire({ id: 'next', status: 'active' });
+    expect(systemOf(next)).toBe(systemOf(good));
+    expect(next.getSnapshot().status).toBe('active');
+    supervisor.stopAll();
+  });
+
+  it('refuses a systems count that is not a positive integer', () => {
+    expect(() => makeSupervisor({ systems: 0 })).toThrow(RangeError);
+    expect(() => makeSupervisor({ systems: 1.5 })).toThrow(/positive integer/);
+  });
+});
