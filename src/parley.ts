@@ -119,6 +119,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
       metrics.firstToken.observe(labels, t.firstTokenMs / 1000);
       metrics.turnSetup.observe(labels, t.setupMs / 1000);
       if (t.relayMs !== undefined) metrics.firstTokenRelay.observe(labels, t.relayMs / 1000);
+      if (t.modelMs !== undefined) metrics.modelFirstToken.observe(labels, t.modelMs / 1000);
     },
     onTurnEnd: (_turn, outcome) => metrics.turns.inc({ outcome }),
     outbox,

@@ -26,6 +26,14 @@ export class Metrics {
     name: 'parley_first_token_relay_seconds', help: "Time from the upstream's first token bytes arriving to the first client write, seconds",
     labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers: [this.registry],
   });
+  /**
+   * Model called -> upstream bytes of the first token arrived, seconds: the model's own time to first
+   * token (network included), so that `parley_turn_first_token_seconds` can be read against it.
+   */
+  readonly modelFirstToken = new Histogram({
+    name: 'parley_model_first_token_seconds', help: "Time from calling the model to its first token's bytes arriving, seconds",
+    labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers: [this.registry],
+  });
   readonly turns = new Counter({
     name: 'parley_turns_total', help: 'Finished turns by outcome', labelNames: ['outcome'], registers: [this.registry],
   });

@@ -730,6 +730,33 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     }
   });
 
+  it('exposes the model\'s own time to first token next to Parley\'s: a 150 ms upstream shows in both; a builtin turn only in Parley\'s', async () => {
+    const value = (text: string, name: string): number => {
+      const m = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    const model = 'parley_model_first_token_seconds';
+    const first = 'parley_turn_first_token_seconds';
+    const before = await (await fetch(`${srv.url}/metrics`)).text();
+    const slow = await createAgent(srv, { name: 'Slow first token', model: { provider: 'openai', name: 'mock-deltas-2-ttft-150' } });
+    const { events } = await chatStream(srv, slow, { message: 'take your time' });
+    expect(d(events.at(-1)).type).toBe('done');
+    const after = await (await fetch(`${srv.url}/metrics`)).text();
+    expect(value(after, `${model}_count{provider="openai"}`)).toBe(value(before, `${model}_count{provider="openai"}`) + 1);
+    const modelS = value(after, `${model}_sum{provider="openai"}`) - value(before, `${model}_sum{provider="openai"}`);
+    const firstS = value(after, `${first}_sum{provider="openai"}`) - value(before, `${first}_sum{provider="openai"}`);
+    expect(modelS).toBeGreaterThanOrEqual(0.15); // the mock waits 150 ms before its first delta
+    expect(firstS).toBeGreaterThanOrEqual(modelS); // Parley's first token includes the model's
+    // 150 ms or more: never in the 0.1 s bucket.
+    expect(value(after, `${model}_bucket{le="0.1",provider="openai"}`)).toBe(value(before, `${model}_bucket{le="0.1",provider="openai"}`));
+    // The builtin model has no upstream: nothing observed for it.
+    const builtin = await createAgent(srv, { name: 'Builtin', model: { provider: 'builtin', name: 'parley-builtin' } });
+    await chatStream(srv, builtin, { message: 'hello' });
+    const last = await (await fetch(`${srv.url}/metrics`)).text();
+    expect(last).not.toMatch(/parley_model_first_token_seconds_count\{provider="builtin"\}/);
+    expect(value(last, `${first}_count{provider="builtin"}`)).toBeGreaterThan(value(after, `${first}_count{provider="builtin"}`));
+  });
+
   it('publishes the event-loop delay since the previous scrape on /metrics', async () => {
     const maxOf = (text: string) => Number(/^parley_event_loop_delay_seconds\{quantile="1"\} (\S+)$/m.exec(text)![1]);
     await (await fetch(`${srv.url}/metrics`)).text(); // resets the window

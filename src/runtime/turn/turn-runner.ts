@@ -63,9 +63,11 @@ export interface TurnRunnerDeps {
   /**
    * Observes a turn's first token, for metrics (all ms): `setupMs` from acceptance to the model call
    * (store, history, retrieval), `firstTokenMs` from acceptance to the first token emitted, `relayMs`
-   * from the upstream bytes' arrival to that emit (undefined when the provider does not stamp arrival).
+   * from the upstream bytes' arrival to that emit and `modelMs` from the model call to that arrival (the
+   * model's own time to first token, network included); both undefined when the provider does not stamp
+   * arrival (the builtin model).
    */
-  onFirstToken?: (turn: Turn, timings: { setupMs: number; firstTokenMs: number; relayMs: number | undefined }) => void;
+  onFirstToken?: (turn: Turn, timings: { setupMs: number; firstTokenMs: number; relayMs: number | undefined; modelMs: number | undefined }) => void;
   /** Observes each ended turn: `succeeded` (done), `failed` (error event) or `withdrawn`. */
   onTurnEnd?: (turn: Turn, outcome: 'succeeded' | 'failed' | 'withdrawn') => void;
   /** Live subscribers of stored replies (sockets, the inbox); O(1) when nobody listens. */
@@ -314,6 +316,7 @@ async function generate(turn: Turn, deps: TurnRunnerDeps): Promise<{ finishReaso
               setupMs: turn.modelCalledAt - turn.acceptedAt,
               firstTokenMs: turn.firstTokenAt - turn.acceptedAt,
               relayMs: part.receivedAt === undefined ? undefined : turn.firstTokenAt - part.receivedAt,
+              modelMs: part.receivedAt === undefined ? undefined : part.receivedAt - turn.modelCalledAt,
             });
           }
           break;
