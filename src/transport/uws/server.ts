@@ -11,7 +11,7 @@ import type { SseHub } from '../sse/sse-writer.js';
 import type { SocketRouteDef } from '../ws/routes.js';
 import type { StaticSite } from '../static/static-site.js';
 import { readBody } from './body-reader.js';
-import type { Exchange } from './exchange.js';
+import { releaseRequest, type Exchange } from './exchange.js';
 import { loadUws } from './native.js';
 import { readRequestHead } from './request-head.js';
 import { Responder } from './responder.js';
@@ -112,6 +112,7 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
       detach();
       responder.finishLog(ex, { turn_id: turnId, closed: 'client' });
     };
+    releaseRequest(ex.req);
   }
 
   async function run(ex: Exchange, route: RouteDef, params: Record<string, string>): Promise<void> {
