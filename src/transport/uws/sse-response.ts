@@ -34,95 +34,120 @@ const DRAIN_NUDGE = ':\n';
  * cork buffer (16 KiB), when a corked write reported success and the flush at uncork fell short.
  */
 export function openSseResponse(ex: Exchange, turnId: string, hooks: SseResponseHooks): SseSink {
-  const res = ex.res;
-  ex.status = 200;
-  /** Chunks handed to us while the socket was backpressured, oldest first, from `head` on. */
-  let queue: string[] = [];
-  let head = 0;
-  let queuedBytes = 0;
-  /** Size of the last chunk uWS did not fully send (an upper bound of what uWS holds), bytes; 0 after a success. */
-  let heldByUws = 0;
-  /** A write failed and `onWritable` has not yet flushed everything behind it. */
-  let backpressured = false;
-  let writableHooked = false;
+  return new SseResponse(ex, turnId, hooks);
+}
 
-  res.cork(() => {
-    res.writeStatus('200 OK');
-    for (const [k, v] of sseHeaders(ex.req.requestId)) res.writeHeader(k, v);
-    if (ex.req.responseHeaders !== undefined) for (const [k, v] of Object.entries(ex.req.responseHeaders)) res.writeHeader(k, v);
-  });
+/**
+ * The SseSink of one uWS response (see {@link openSseResponse}). A class, not closures: a live stream
+ * holds one object and one bound function (the corked write) instead of seven closures and their
+ * context, and a token's write allocates no closure for `res.cork`.
+ */
+class SseResponse implements SseSink {
+  private readonly res: Exchange['res'];
+  /** Chunks handed to us while the socket was backpressured, oldest first, from `head` on. */
+  private queue: string[] = [];
+  private head = 0;
+  private queuedBytes = 0;
+  /** Size of the last chunk uWS did not fully send (an upper bound of what uWS holds), bytes; 0 after a success. */
+  private heldByUws = 0;
+  /** A write failed and `onWritable` has not yet flushed everything behind it. */
+  private backpressured = false;
+  private writableHooked = false;
+  /** The chunk `corkedWrite` writes, and what uWS answered. */
+  private chunk = '';
+  private wroteAll = true;
+  private readonly corkedWrite: () => void;
+
+  constructor(private readonly ex: Exchange, private readonly turnId: string, private readonly hooks: SseResponseHooks) {
+    const res = ex.res;
+    this.res = res;
+    ex.status = 200;
+    this.corkedWrite = () => { this.wroteAll = res.write(this.chunk); };
+    res.cork(() => {
+      res.writeStatus('200 OK');
+      for (const [k, v] of sseHeaders(ex.req.requestId)) res.writeHeader(k, v);
+      if (ex.req.responseHeaders !== undefined) for (const [k, v] of Object.entries(ex.req.responseHeaders)) res.writeHeader(k, v);
+    });
+  }
 
   /** One corked `res.write`; true when uWS sent it all (and everything it held before). */
-  const writeNow = (chunk: string): boolean => {
-    let ok = true;
-    res.cork(() => { ok = res.write(chunk); });
-    heldByUws = ok ? 0 : Buffer.byteLength(chunk);
+  private writeNow(chunk: string): boolean {
+    this.chunk = chunk;
+    this.wroteAll = true;
+    this.res.cork(this.corkedWrite);
+    this.chunk = '';
+    const ok = this.wroteAll;
+    this.heldByUws = ok ? 0 : Buffer.byteLength(chunk);
     return ok;
-  };
+  }
 
-  const onWritable = (): boolean => {
-    if (ex.closed) return true;
+  private onWritable(): boolean {
+    if (this.ex.closed) return true;
     let wrote = false;
-    while (head < queue.length) {
-      const chunk = queue[head]!;
-      queue[head++] = '';
-      queuedBytes -= Buffer.byteLength(chunk);
+    while (this.head < this.queue.length) {
+      const chunk = this.queue[this.head]!;
+      this.queue[this.head++] = '';
+      this.queuedBytes -= Buffer.byteLength(chunk);
       wrote = true;
-      if (!writeNow(chunk)) {
-        if (head > 1024 && head * 2 > queue.length) { queue = queue.slice(head); head = 0; }
+      if (!this.writeNow(chunk)) {
+        if (this.head > 1024 && this.head * 2 > this.queue.length) { this.queue = this.queue.slice(this.head); this.head = 0; }
         return true;
       }
     }
-    queue = [];
-    head = 0;
-    backpressured = false;
+    this.queue = [];
+    this.head = 0;
+    this.backpressured = false;
     // Nothing was queued, but uWS may still hold the tail of the last chunk: make it flush.
-    if (!wrote && !writeNow(DRAIN_NUDGE)) backpressured = true;
+    if (!wrote && !this.writeNow(DRAIN_NUDGE)) this.backpressured = true;
     return true;
-  };
+  }
 
   /** Call with `ex.closed` already set (uWS fires onAborted synchronously inside `res.close()`). */
-  const finish = (extra: Record<string, unknown>): void => {
-    queue = [];
-    head = 0;
-    queuedBytes = 0;
-    heldByUws = 0;
-    hooks.onFinished(extra);
-  };
+  private finish(extra: Record<string, unknown>): void {
+    this.queue = [];
+    this.head = 0;
+    this.queuedBytes = 0;
+    this.heldByUws = 0;
+    this.hooks.onFinished(extra);
+  }
 
-  return {
-    write(chunk) {
-      if (ex.closed || chunk.length === 0) return;
-      if (backpressured) {
-        queue.push(chunk);
-        queuedBytes += Buffer.byteLength(chunk);
-        return;
-      }
-      if (writeNow(chunk)) return;
-      backpressured = true;
-      if (!writableHooked) {
-        writableHooked = true;
-        res.onWritable(onWritable);
-      }
-    },
-    end() {
-      if (ex.closed) return;
-      // What is still queued goes to uWS now: after `end` uWS drains by itself (it drops our
-      // onWritable handler when the response completes) and closes an idle socket on its timeout.
-      const rest = head < queue.length ? queue.slice(head).join('') : '';
-      ex.closed = true;
-      res.cork(() => {
-        if (rest.length > 0) res.write(rest);
-        res.end();
-      });
-      finish({ turn_id: turnId });
-    },
-    bufferedBytes: () => queuedBytes + heldByUws,
-    abort() {
-      if (ex.closed) return;
-      ex.closed = true;
-      res.close();
-      finish({ turn_id: turnId, closed: 'slow_consumer' });
-    },
-  };
+  write(chunk: string): void {
+    if (this.ex.closed || chunk.length === 0) return;
+    if (this.backpressured) {
+      this.queue.push(chunk);
+      this.queuedBytes += Buffer.byteLength(chunk);
+      return;
+    }
+    if (this.writeNow(chunk)) return;
+    this.backpressured = true;
+    if (!this.writableHooked) {
+      this.writableHooked = true;
+      this.res.onWritable(() => this.onWritable());
+    }
+  }
+
+  end(): void {
+    if (this.ex.closed) return;
+    // What is still queued goes to uWS now: after `end` uWS drains by itself (it drops our
+    // onWritable handler when the response completes) and closes an idle socket on its timeout.
+    const rest = this.head < this.queue.length ? this.queue.slice(this.head).join('') : '';
+    this.ex.closed = true;
+    const res = this.res;
+    res.cork(() => {
+      if (rest.length > 0) res.write(rest);
+      res.end();
+    });
+    this.finish({ turn_id: this.turnId });
+  }
+
+  bufferedBytes(): number {
+    return this.queuedBytes + this.heldByUws;
+  }
+
+  abort(): void {
+    if (this.ex.closed) return;
+    this.ex.closed = true;
+    this.res.close();
+    this.finish({ turn_id: this.turnId, closed: 'slow_consumer' });
+  }
 }
