@@ -104,9 +104,7 @@ export class Supervisor {
 
   /** Stops a conversation actor through its root (XState refuses `stop()` on an actor with a parent). */
   private stopActor(actor: ConversationActor): void {
-    const root = actor._parent;
-    if (root) root.send({ type: 'supervisor.stopChild', child: actor } satisfies StopChild);
-    else actor.stop();
+    actor._parent!.send({ type: 'supervisor.stopChild', child: actor } satisfies StopChild);
   }
 
   /**

@@ -311,6 +311,17 @@ describe('Supervisor: actor systems shared by several conversations', () => {
     supervisor.stopAll();
   });
 
+  it('spreads actors over 256 systems by default', async () => {
+    const { supervisor } = makeSupervisor();
+    const first = await supervisor.acquire({ id: 'c0', status: 'active' });
+    let last = first;
+    for (let i = 1; i <= 256; i++) last = await supervisor.acquire({ id: `c${i}`, status: 'active' });
+    expect(supervisor.systemCount).toBe(256);
+    expect(systemOf(last)).toBe(systemOf(first));
+    expect(systemOf(supervisor.peek('c255')!)).not.toBe(systemOf(first));
+    supervisor.stopAll();
+  });
+
   it('creates a root only when one is first needed', async () => {
     const { supervisor } = makeSupervisor({ systems: 8 });
     expect(supervisor.systemCount).toBe(0);
