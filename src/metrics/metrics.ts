@@ -43,10 +43,10 @@ export class Metrics {
 
   /**
    * Event-loop delay since the previous scrape, seconds: quantiles 0.5, 0.9, 0.99 and 1 (the max) of how
-   * late a 10 ms timer ran (src/metrics/loop-delay.ts). Each scrape starts a new window.
+   * late a timer ran: every 10 ms under load, every 250 ms when idle (src/metrics/loop-delay.ts). Each scrape starts a new window.
    */
   readonly loopDelay = new Gauge({
-    name: 'parley_event_loop_delay_seconds', help: 'How late a 10 ms timer ran since the previous scrape, seconds',
+    name: 'parley_event_loop_delay_seconds', help: 'How late the event-loop timer (10 ms under load, 250 ms when idle) ran since the previous scrape, seconds',
     labelNames: ['quantile'], registers: [this.registry],
     collect: () => this.collectLoopDelay(),
   });
