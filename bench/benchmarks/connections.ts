@@ -22,6 +22,8 @@ import {
 interface ConnResult {
   open: ConnectionsOpenResult;
   rssAtStart: number;
+  /** Server CPU (all threads) while idle at start, before any request: ms per second. */
+  cpuIdleMsPerS: number;
   rssBefore: number;
   rssOpen: number;
   rssAfterClose: number;
@@ -63,6 +65,8 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
   const rate = smoke ? 1000 : 200;
   const settleMs = smoke ? 250 : 3000;
   const startSettleMs = smoke ? 200 : 1000;
+  // CPU at idle is read over this window before any request (the servers' clock ticks are 10 ms: a 5 s window resolves 2 ms/s).
+  const idleMs = smoke ? 500 : 5000;
   // Every stream holds its upstream request (Parley's default cap, 4096, would leave the rest queued before the model call).
   const upstreamConnections = n + 1000;
   const config = {
@@ -82,7 +86,13 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
   const measure = async (t: TargetName, proc: Owned, spec: TargetSpec, warm: TargetSpec, store = true): Promise<ConnResult> => {
     await sleep(startSettleMs);
     const rssAtStart = rssBytes(proc.pid);
-    ctx.log(`connections: ${t}: RSS at start ${(rssAtStart / 2 ** 20).toFixed(1)} MiB; warm-up, then ${n} live streams at ${rate}/s`);
+    // Idle: nothing has reached the server yet; what its own timers and threads cost per second.
+    const idleMeter = new CpuMeter({ server: proc.pid }).start();
+    await sleep(idleMs);
+    const idle = idleMeter.stop();
+    // Whole ms: /proc counts 10 ms ticks, and a float difference of equal readings must be exactly 0.
+    const cpuIdleMsPerS = Math.round((idle.cpuS.server ?? Number.NaN) * 1000) / idle.wallS;
+    ctx.log(`connections: ${t}: RSS at start ${(rssAtStart / 2 ** 20).toFixed(1)} MiB, CPU while idle ${cpuIdleMsPerS.toFixed(1)} ms/s; warm-up, then ${n} live streams at ${rate}/s`);
     await loadgen.run({ type: 'warmup', target: warm, count: smoke ? 2 : 300, concurrency: smoke ? 8 : 16, sse: true, timeoutMs: 20_000 });
     await sleep(smoke ? 200 : 1000);
     await quietGate(ctx, `${t}'s ${n} streams`);
@@ -100,7 +110,7 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
     await sleep(settleMs);
     const rssAfterClose = rssBytes(proc.pid);
     const r: ConnResult = {
-      open, rssAtStart, rssBefore, rssOpen, rssAfterClose, fdsOpen, tcp, stillOpenAfterSettle: check.open, closedByServer: check.closedByServer, cpuOpenS,
+      open, rssAtStart, cpuIdleMsPerS, rssBefore, rssOpen, rssAfterClose, fdsOpen, tcp, stillOpenAfterSettle: check.open, closedByServer: check.closedByServer, cpuOpenS,
       bytesPerConnection: open.idle > 0 ? (rssOpen - rssBefore) / open.idle : Number.NaN,
     };
     ctx.log(`  ${open.idle}/${n} live (${open.refused} typed refusals retried, ${open.errors.server} server failures, ${open.errors.client} load-generator limits ${JSON.stringify(open.errors.byCode)}), RSS ${(rssBefore / 2 ** 20).toFixed(1)} -> ${(rssOpen / 2 ** 20).toFixed(1)} MiB (${(r.bytesPerConnection / 1024).toFixed(2)} KiB/stream), after close ${(rssAfterClose / 2 ** 20).toFixed(1)} MiB`);
@@ -221,6 +231,7 @@ export async function connections(ctx: Ctx): Promise<BenchOutcome> {
     };
     const rows: Row[] = [
       atStart,
+      row(`server CPU while idle at start (${idleMs / 1000} s before any request; all threads)`, 'ms/s', 'lower', (r) => r.cpuIdleMsPerS),
       kib,
       vsDirect,
       withPrompt,
