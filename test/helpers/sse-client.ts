@@ -1,3 +1,4 @@
+import { Worker } from 'node:worker_threads';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 
 /** One parsed SSE event: its `id:` and the JSON of its `data:` line. */
@@ -47,6 +48,23 @@ export async function readSse(
     if (stop) controller.abort();
   }
   return { events, comments, response, dropped: stop };
+}
+
+/**
+ * Like {@link readSse}, but the client runs on a worker thread (test/helpers/sse-reader.worker.mjs), so it
+ * reads as fast as the socket delivers even while the server, which tests run in the test's own thread,
+ * keeps that thread busy writing. Resolves with the HTTP status, every event, and whether the stream was
+ * cut before it ended (`dropped`). `init` must be structured-cloneable (plain headers and a string body).
+ */
+export function readSseInThread(url: string, init: { method: string; headers: Record<string, string>; body?: string }): Promise<{ status: number; events: SseEvent[]; dropped: boolean }> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./sse-reader.worker.mjs', import.meta.url), { workerData: { url, init } });
+    worker.once('message', (result: { status: number; events: SseEvent[]; dropped: boolean }) => {
+      resolve(result);
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+  });
 }
 
 /** Polls `check` every 20 ms until it returns a value other than undefined, or throws after `timeoutMs`. */
