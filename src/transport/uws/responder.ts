@@ -4,11 +4,15 @@ import { redactUrl, type Logger } from '../../log/logger.js';
 import type { Metrics } from '../../metrics/metrics.js';
 import type { HttpResult } from '../http/types.js';
 import type { Exchange } from './exchange.js';
+import type { ErrorCode } from '../../errors/catalogue.js';
 
 /** A non-streaming result (everything but `sse`). */
 export type PlainResult = Exclude<HttpResult, { kind: 'sse' }>;
 
 /** `200 OK`, `404 Not Found`, ... */
+/** 5xx codes that are load shedding, not faults: not logged as errors one by one (see Responder.sendError). */
+const SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['overloaded', 'shutting_down']);
+
 export const statusLine = (status: number): string => `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
 
 /**
@@ -113,7 +117,10 @@ export class Responder {
    */
   sendError(ex: Exchange, err: unknown, closeConnection = false): void {
     const e = toAppError(err);
-    if (e.status >= 500) this.logger.error({ err: e.cause ?? e, request_id: ex.req.requestId }, e.message);
+    // Load shedding (503 overloaded, shutting_down) is expected and can come hundreds of times a second:
+    // the request line records it, admission control logs a summary (src/runtime/admission.ts), and an
+    // error line with a stack for each would add to the load it sheds.
+    if (e.status >= 500 && !SHEDDING_CODES.has(e.code)) this.logger.error({ err: e.cause ?? e, request_id: ex.req.requestId }, e.message);
     this.send(ex, { kind: 'json', status: e.status, body: { error: e.toBody(ex.req.requestId) }, ...(e.headers ? { headers: e.headers } : {}) }, closeConnection);
   }
 }
