@@ -50,6 +50,9 @@ const EnvSchema = z.object({
   PARLEY_ADMISSION_QUEUE: int(256, 0, 1_000_000),
   PARLEY_ADMISSION_WAIT_MS: int(100, 0, 60_000),
   PARLEY_MAX_LOOP_LAG_MS: int(40, 1, 3_600_000),
+  PARLEY_TARGET_LOOP_LAG_MS: int(0, 0, 3_600_000),
+  PARLEY_TARGET_LOOP_BUSY_PERCENT: int(0, 0, 100),
+  PARLEY_MAX_LIVE_TURNS: int(100_000, 1, 10_000_000),
   PARLEY_REFRESH_IDLE_DAYS: int(14, 1, 3650),
   PARLEY_REFRESH_ABSOLUTE_DAYS: int(30, 1, 3650),
   PARLEY_PASSWORD_HASH_CONCURRENCY: int(defaultHashConcurrency(), 1, 64),
@@ -158,10 +161,14 @@ export interface Config {
   builtinWordDelayMs: number;
   /**
    * Admission control of new turns (src/runtime/admission.ts): turns in set-up at once, requests that
-   * may wait for a slot and for how long (ms), and the event-loop lag (ms) past which new turns are
-   * refused with 503 overloaded.
+   * may wait for a slot and for how long (ms), the event-loop lag (ms) past which new turns are
+   * refused with 503 overloaded, the lag (ms) and the busy share of the event loop (0..1) that the
+   * adaptive limit on live turns steers to (0 = not used: the default), and the most live turns at once.
    */
-  admission: { maxInSetup: number; maxWaiting: number; maxWaitMs: number; maxLagMs: number; retryAfterSeconds: number };
+  admission: {
+    maxInSetup: number; maxWaiting: number; maxWaitMs: number; maxLagMs: number; retryAfterSeconds: number;
+    targetLagMs: number; targetUtilization: number; maxLiveTurns: number;
+  };
   /**
    * Person sign-in: refresh tokens expire after `refreshIdleMs` unused and `refreshAbsoluteMs` after the
    * login (ms); `passwordHashConcurrency` argon2 hashes run at once; failed sign-ins allowed per account
@@ -249,6 +256,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     admission: {
       maxInSetup: e.PARLEY_MAX_TURNS_IN_SETUP, maxWaiting: e.PARLEY_ADMISSION_QUEUE,
       maxWaitMs: e.PARLEY_ADMISSION_WAIT_MS, maxLagMs: e.PARLEY_MAX_LOOP_LAG_MS, retryAfterSeconds: 1,
+      targetLagMs: e.PARLEY_TARGET_LOOP_LAG_MS, targetUtilization: e.PARLEY_TARGET_LOOP_BUSY_PERCENT / 100,
+      maxLiveTurns: e.PARLEY_MAX_LIVE_TURNS,
     },
     auth: {
       refreshIdleMs: e.PARLEY_REFRESH_IDLE_DAYS * 86_400_000, refreshAbsoluteMs: e.PARLEY_REFRESH_ABSOLUTE_DAYS * 86_400_000,

@@ -114,7 +114,8 @@ export class ChatService {
       onEnded: (channel) => live.turnEnded(channel),
     });
     this.agents = opts.agents ?? new AgentDirectory(opts.store);
-    this.admission = new AdmissionControl(opts.admission, opts.lag);
+    const turns = this.turns;
+    this.admission = new AdmissionControl(opts.admission, opts.lag, { live: { get live() { return turns.size; } }, log: opts.logger });
     const runnerDeps: TurnRunnerDeps = {
       store: opts.store, models: opts.models, bus: opts.bus, logger: opts.logger, tokens: opts.tokens,
       retrievalK: opts.retrievalK, historyLimit: opts.historyLimit ?? 40, live, outbox: this.outbox,

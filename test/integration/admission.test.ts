@@ -48,3 +48,43 @@ describe('admission control', () => {
     expect(res.status, await res.clone().text()).toBe(200);
   });
 });
+
+describe('admission control: the adaptive limit on live turns', () => {
+  let busySrv: TestServer;
+  let slowAgent: string;
+  beforeAll(async () => {
+    // Builtin answers of a few seconds (50 ms per word), so turns stay live; the limit steers to an event
+    // loop lagging at most 20 ms (median of its last 10 ticks), and cannot go under 16 live turns.
+    busySrv = await startTestServer({ PARLEY_TARGET_LOOP_LAG_MS: '20', PARLEY_BUILTIN_WORD_DELAY_MS: '50' }, { captureLogs: true });
+    const res = await busySrv.api('/v1/agents', { body: { name: 'Slow bot' } });
+    slowAgent = ((await res.json()) as { id: string }).id;
+  });
+  afterAll(async () => { await busySrv.close(); });
+
+  const stream = () => busySrv.api(`/v1/agents/${slowAgent}/chat`, { body: { message: 'tell me about knowledge bases', stream: true } });
+
+  it('refuses a new turn while many turns are live and the loop lags, then admits again', async () => {
+    const open = await Promise.all(Array.from({ length: 24 }, stream));
+    expect(open.map((r) => r.status)).toEqual(Array(24).fill(200));
+    // The loop is kept about 60 ms late for the next second: the next arrival sees that lag, and 24 live turns
+    // against a limit cut to max(16, 0.9 x 24) = 21.
+    await overload(60, 1000);
+    const refused = await stream();
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    const body = (await refused.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('overloaded');
+    expect(body.error.message).toContain('24 turns are live');
+    // Logged once as a summary at warn, not as an error with a stack per refusal.
+    const logged = busySrv.logs();
+    expect(logged.filter((l) => l.msg === 'refusing new turns: the server is overloaded')).toMatchObject([{ level: 40, refused: 1 }]);
+    expect(logged.filter((l) => l.level >= 50)).toEqual([]);
+    // The live streams were not touched: each one still ends with its done event.
+    const texts = await Promise.all(open.map((r) => r.text()));
+    for (const t of texts) expect(t).toContain('"type":"done"');
+    // Nothing is live now: a new turn is admitted whatever the limit became.
+    const again = await stream();
+    expect(again.status).toBe(200);
+    expect(await again.text()).toContain('"type":"done"');
+  });
+});

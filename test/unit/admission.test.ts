@@ -103,6 +103,226 @@ describe('AdmissionControl', () => {
   });
 });
 
+/**
+ * An AdmissionControl with live turns, a clock and a utilization reading set by hand: `live.live`,
+ * `clock.t` (ms) and `busy.share` (0..1) are what the next acquire() sees.
+ */
+function adaptive(limits: Partial<AdmissionLimits> = {}) {
+  const lag = { lagMs: 0 };
+  const live = { live: 0 };
+  const clock = { t: 1000 };
+  const busy = { share: 0 };
+  const warnings: Array<{ fields: Record<string, unknown>; message: string }> = [];
+  const ac = new AdmissionControl({ ...LIMITS, maxInSetup: 1000, maxLagMs: 1000, targetLagMs: 10, targetUtilization: 0.9, maxLiveTurns: 1000, minLiveTurns: 4, ...limits }, lag, {
+    live, now: () => clock.t, utilization: () => busy.share, log: { warn: (fields, message) => warnings.push({ fields, message }) },
+  });
+  /** acquire() with the given state; 'ok' or the refusal's code (a granted slot is released at once). */
+  const attempt = (): string => {
+    try {
+      const r = ac.acquire();
+      if (typeof r === 'function') r();
+      return 'ok';
+    } catch (err) {
+      return (err as AppError).code;
+    }
+  };
+  return { ac, lag, live, clock, busy, warnings, attempt };
+}
+
+describe('AdmissionControl, live turns', () => {
+  it('starts at maxLiveTurns and refuses at once when that many turns are live, with 503 overloaded', () => {
+    const { ac, live, attempt } = adaptive({ maxLiveTurns: 50 });
+    expect(ac.limit).toBe(50);
+    live.live = 49;
+    expect(attempt()).toBe('ok');
+    live.live = 50;
+    expect(attempt()).toBe('overloaded');
+    expect(ac.refused).toBe(1);
+    expect(ac.active).toBe(0);
+  });
+
+  it('has no live-turn bound without a live source or maxLiveTurns', () => {
+    const ac = new AdmissionControl({ ...LIMITS, targetLagMs: 10 }, { lagMs: 0 });
+    expect(ac.limit).toBe(Number.POSITIVE_INFINITY);
+    expect(ac.acquire()).toBeTypeOf('function');
+  });
+
+  it('cuts the limit to 90% of the live turns while the lag is above its target, at most every 300 ms', () => {
+    const { ac, live, lag, clock, attempt } = adaptive();
+    live.live = 200;
+    lag.lagMs = 11;
+    expect(attempt()).toBe('overloaded'); // the cut applies to this very arrival: 200 >= 180
+    expect(ac.limit).toBe(180);
+    // Within the same 100 ms span nothing changes, however lagged.
+    clock.t += 99;
+    live.live = 179;
+    expect(attempt()).toBe('ok');
+    expect(ac.limit).toBe(180);
+    // Later spans, still lagging, but within 300 ms of the cut: the live turns still running keep the loop
+    // busy, so the limit waits for them instead of following them down.
+    clock.t += 1;
+    live.live = 150;
+    expect(attempt()).toBe('ok');
+    expect(ac.limit).toBe(180);
+    clock.t += 199;
+    expect(attempt()).toBe('ok');
+    expect(ac.limit).toBe(180);
+    clock.t += 101; // 300 ms after the cut
+    expect(attempt()).toBe('overloaded'); // 150 >= 135
+    expect(ac.limit).toBe(135);
+  });
+
+  it('does not grow during the cool-down either while the loop stays over target', () => {
+    const { ac, live, lag, clock, attempt } = adaptive();
+    live.live = 100;
+    lag.lagMs = 50;
+    attempt();
+    expect(ac.limit).toBe(90);
+    clock.t += 100;
+    live.live = 89;
+    attempt();
+    expect(ac.limit).toBe(90);
+  });
+
+  it('smooths the utilization: one fully busy span does not cut, a busy stretch does', () => {
+    const { ac, live, busy, clock, attempt } = adaptive();
+    live.live = 100;
+    busy.share = 1;
+    attempt();
+    expect(ac.limit).toBe(1000); // smoothed 0.5
+    busy.share = 0;
+    clock.t += 100;
+    attempt();
+    expect(ac.limit).toBe(1000); // 0.25
+    busy.share = 1;
+    const limits: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      clock.t += 100;
+      attempt();
+      limits.push(ac.limit);
+    }
+    // Smoothed 0.625, 0.81, 0.91 (over 0.9: cut to 90% of 100 live), 0.95 (within the cool-down).
+    expect(limits).toEqual([1000, 1000, 90, 90]);
+  });
+
+  it('cuts on the utilization alone, with the lag on target', () => {
+    const { ac, live, busy, clock, attempt } = adaptive({ targetLagMs: 0 });
+    live.live = 50;
+    busy.share = 1;
+    for (let i = 0; i < 4; i++) { attempt(); clock.t += 100; }
+    expect(ac.limit).toBe(45);
+  });
+
+  it('cuts while the lag is above its target, even with the loop under its busy target', () => {
+    const { ac, live, lag, busy, attempt } = adaptive();
+    live.live = 100;
+    busy.share = 0.5;
+    lag.lagMs = 11;
+    attempt();
+    expect(ac.limit).toBe(90);
+  });
+
+  it('does not cut at the targets exactly', () => {
+    const { ac, live, lag, busy, clock, attempt } = adaptive();
+    live.live = 100;
+    busy.share = 0.9;
+    lag.lagMs = 10;
+    for (let i = 0; i < 20; i++) { expect(attempt()).toBe('ok'); clock.t += 100; }
+    expect(ac.limit).toBe(1000);
+  });
+
+  it('never cuts below minLiveTurns, so a lag from elsewhere does not shut chat out', () => {
+    const { ac, live, lag, attempt } = adaptive({ minLiveTurns: 4 });
+    live.live = 2;
+    lag.lagMs = 100;
+    expect(attempt()).toBe('ok');
+    expect(ac.limit).toBe(4);
+  });
+
+  it('grows the limit by 10% (at least 1) per span while it binds and the loop has room, up to maxLiveTurns', () => {
+    const { ac, live, lag, clock, attempt } = adaptive({ maxLiveTurns: 100 });
+    live.live = 80;
+    lag.lagMs = 20;
+    attempt();
+    expect(ac.limit).toBe(72);
+    lag.lagMs = 0;
+    clock.t += 100;
+    live.live = 65; // 65 >= 0.9 x 72 = 64.8: the limit binds
+    expect(attempt()).toBe('ok');
+    expect(ac.limit).toBe(79); // 72 + floor(7.2)
+    clock.t += 100;
+    live.live = 70; // 70 < 0.9 x 79: not binding, no growth
+    attempt();
+    expect(ac.limit).toBe(79);
+    for (let i = 0; i < 20; i++) {
+      clock.t += 100;
+      live.live = ac.limit;
+      attempt();
+    }
+    expect(ac.limit).toBe(100);
+  });
+
+  it('grows by at least one turn when 10% of the limit is under one', () => {
+    const { ac, live, lag, clock, attempt } = adaptive({ minLiveTurns: 4 });
+    live.live = 10;
+    lag.lagMs = 20;
+    attempt();
+    expect(ac.limit).toBe(9);
+    lag.lagMs = 0;
+    clock.t += 100;
+    live.live = 9;
+    attempt();
+    expect(ac.limit).toBe(10);
+  });
+
+  it('uses neither signal when no target is set (0, and a utilization target of 1 or more)', () => {
+    const { ac, live, lag, busy, attempt } = adaptive({ targetLagMs: 0, targetUtilization: 1 });
+    live.live = 500;
+    lag.lagMs = 25;
+    busy.share = 1;
+    expect(attempt()).toBe('ok');
+    expect(ac.limit).toBe(1000);
+  });
+
+  it('reads the utilization once per span: each reading covers the span since the previous one', () => {
+    let reads = 0;
+    const clock = { t: 0 };
+    const ac = new AdmissionControl({ ...LIMITS, maxInSetup: 100, targetUtilization: 0.9, maxLiveTurns: 100 }, { lagMs: 0 }, {
+      live: { live: 0 }, now: () => clock.t, utilization: () => { reads++; return 0; },
+    });
+    for (let i = 0; i < 5; i++) (ac.acquire() as Release)();
+    expect(reads).toBe(1);
+    clock.t = 100;
+    (ac.acquire() as Release)();
+    expect(reads).toBe(2);
+  });
+
+  it('logs one summary of refusals per 10 s, counting those in between', () => {
+    const { live, clock, warnings, attempt } = adaptive({ maxLiveTurns: 10, targetLagMs: 0, targetUtilization: 0 });
+    live.live = 10;
+    attempt();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.message).toBe('refusing new turns: the server is overloaded');
+    expect(warnings[0]!.fields).toMatchObject({ refused: 1, live_limit: 10 });
+    expect(String(warnings[0]!.fields.reason)).toContain('10 turns are live');
+    for (let i = 0; i < 5; i++) { clock.t += 1000; attempt(); }
+    expect(warnings).toHaveLength(1);
+    clock.t += 5000; // 10 s after the first line
+    attempt();
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]!.fields).toMatchObject({ refused: 6 });
+  });
+
+  it('checks its limits', () => {
+    const make2 = (l: Partial<AdmissionLimits>) => () => new AdmissionControl({ ...LIMITS, ...l }, { lagMs: 0 });
+    expect(make2({ targetLagMs: -1 })).toThrow(RangeError);
+    expect(make2({ targetUtilization: Number.NaN })).toThrow(RangeError);
+    expect(make2({ maxLiveTurns: -5 })).toThrow(RangeError);
+    expect(make2({ maxLiveTurns: 8, minLiveTurns: 9 })).toThrow(/minLiveTurns \(9\) must not exceed maxLiveTurns \(8\)/);
+    expect(new AdmissionControl({ ...LIMITS, maxLiveTurns: 3 }, { lagMs: 0 }, { live: { live: 0 } }).limit).toBe(3);
+  });
+});
+
 describe('LoopDelaySampler', () => {
   it('reports the median lateness of the last window: one long task does not count, sustained lag does', () => {
     const m = new LoopDelaySampler(10, 5, 1000);
