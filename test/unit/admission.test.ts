@@ -59,6 +59,7 @@ describe('AdmissionControl', () => {
     const err = thrown(() => ac.acquire());
     expect(err).toBeInstanceOf(AppError);
     expect(err).toMatchObject({ code: 'overloaded', status: 503, type: 'api_error', headers: { 'Retry-After': '2' } });
+    expect(err?.message).toBe('The server is overloaded (too many turns are waiting to start); retry after 2 s.');
     expect(ac.refused).toBe(1);
   });
 
@@ -67,17 +68,17 @@ describe('AdmissionControl', () => {
     const { ac } = make({ maxInSetup: 1 });
     ac.acquire();
     const waiting = ac.acquire() as Promise<Release>;
-    const outcome = waiting.then(() => 'granted', (e: AppError) => e.code);
+    const outcome = waiting.then(() => 'granted', (e: AppError) => `${e.code}: ${e.message}`);
     await vi.advanceTimersByTimeAsync(99);
     expect(ac.queued).toBe(1);
     await vi.advanceTimersByTimeAsync(1);
-    expect(await outcome).toBe('overloaded');
+    expect(await outcome).toBe('overloaded: The server is overloaded (no turn slot freed in time); retry after 2 s.');
     expect(ac.queued).toBe(0);
   });
 
   it('sheds load while the event loop lags, even with free slots, and admits again when it recovers', () => {
     const { ac, lag } = make({}, 31);
-    expect(thrown(() => ac.acquire())?.code).toBe('overloaded');
+    expect(thrown(() => ac.acquire())?.message).toBe('The server is overloaded (the server is lagging 31 ms); retry after 2 s.');
     expect(ac.active).toBe(0);
     lag.lagMs = 30;
     expect(ac.acquire()).toBeTypeOf('function');
@@ -97,9 +98,9 @@ describe('AdmissionControl', () => {
   it('close refuses the waiters with shutting_down', async () => {
     const { ac } = make({ maxInSetup: 1 });
     ac.acquire();
-    const w = (ac.acquire() as Promise<Release>).then(() => 'granted', (e: AppError) => e.code);
+    const w = (ac.acquire() as Promise<Release>).then(() => 'granted', (e: AppError) => `${e.code}: ${e.message}`);
     ac.close();
-    expect(await w).toBe('shutting_down');
+    expect(await w).toBe('shutting_down: The server is shutting down; retry on another instance.');
   });
 });
 
@@ -164,10 +165,10 @@ describe('AdmissionControl, live turns', () => {
     live.live = 150;
     expect(attempt()).toBe('ok');
     expect(ac.limit).toBe(180);
-    clock.t += 199;
+    clock.t += 100;
     expect(attempt()).toBe('ok');
     expect(ac.limit).toBe(180);
-    clock.t += 101; // 300 ms after the cut
+    clock.t += 100; // 300 ms after the cut
     expect(attempt()).toBe('overloaded'); // 150 >= 135
     expect(ac.limit).toBe(135);
   });
@@ -275,6 +276,75 @@ describe('AdmissionControl, live turns', () => {
     expect(ac.limit).toBe(10);
   });
 
+  it('grows when the live turns are exactly 90% of the limit', () => {
+    const { ac, live, lag, clock, attempt } = adaptive();
+    live.live = 100;
+    lag.lagMs = 20;
+    attempt();
+    expect(ac.limit).toBe(90);
+    lag.lagMs = 0;
+    clock.t += 100;
+    live.live = 81;
+    attempt();
+    expect(ac.limit).toBe(99);
+  });
+
+  it('a smoothed utilization equal to the target does not cut', () => {
+    const { ac, live, busy, attempt } = adaptive({ targetUtilization: 0.5, targetLagMs: 0 });
+    live.live = 100;
+    busy.share = 1; // smoothed: 0.5
+    attempt();
+    expect(ac.limit).toBe(1000);
+  });
+
+  it('a signal whose target is off never cuts, however high it is', () => {
+    const lagOff = adaptive({ targetLagMs: 0, targetUtilization: 0.9 });
+    lagOff.live.live = 100;
+    lagOff.lag.lagMs = 25; // under maxLagMs
+    for (let i = 0; i < 5; i++) { lagOff.attempt(); lagOff.clock.t += 100; }
+    expect(lagOff.ac.limit).toBe(1000);
+    for (const targetUtilization of [0, 1]) {
+      const busyOff = adaptive({ targetLagMs: 10, targetUtilization });
+      busyOff.live.live = 100;
+      busyOff.busy.share = 1;
+      for (let i = 0; i < 5; i++) { busyOff.attempt(); busyOff.clock.t += 100; }
+      expect(busyOff.ac.limit).toBe(1000);
+    }
+  });
+
+  it('costs nothing when no target is set: neither the clock nor the utilization is read', () => {
+    let reads = 0;
+    for (const limits of [{}, { targetLagMs: 0, targetUtilization: 0 }, { targetUtilization: 1 }]) {
+      const ac = new AdmissionControl({ ...LIMITS, maxInSetup: 100, maxLiveTurns: 50, ...limits }, { lagMs: 0 }, {
+        live: { live: 49 }, now: () => { reads++; return 0; }, utilization: () => { reads++; return 1; },
+      });
+      (ac.acquire() as Release)();
+      expect(ac.limit).toBe(50);
+    }
+    expect(reads).toBe(0);
+  });
+
+  it('reads the real clock and event-loop utilization by default: a loop kept busy cuts the limit', () => {
+    const live = { live: 100 };
+    const ac = new AdmissionControl({ ...LIMITS, maxInSetup: 1000, targetUtilization: 0.5, maxLiveTurns: 1000 }, { lagMs: 0 }, { live });
+    const attemptBusy = () => {
+      const until = performance.now() + 110; // a new 100 ms span each time, the loop busy all of it
+      while (performance.now() < until) { /* busy */ }
+      try { (ac.acquire() as Release)(); } catch { /* refused once cut */ }
+    };
+    for (let i = 0; i < 4; i++) attemptBusy();
+    // Spans: the first reading (0), then fully busy ones: smoothed 0.5, 0.75 (over 0.5: cut), then the cool-down.
+    expect(ac.limit).toBe(90);
+  });
+
+  it('steers on the lag alone when only a lag target is set', () => {
+    const { ac, live, lag, attempt } = adaptive({ targetUtilization: 0, targetLagMs: 10 });
+    live.live = 60;
+    lag.lagMs = 11;
+    attempt();
+    expect(ac.limit).toBe(54);
+  });
+
   it('uses neither signal when no target is set (0, and a utilization target of 1 or more)', () => {
     const { ac, live, lag, busy, attempt } = adaptive({ targetLagMs: 0, targetUtilization: 1 });
     live.live = 500;
@@ -316,6 +386,7 @@ describe('AdmissionControl, live turns', () => {
   it('checks its limits', () => {
     const make2 = (l: Partial<AdmissionLimits>) => () => new AdmissionControl({ ...LIMITS, ...l }, { lagMs: 0 });
     expect(make2({ targetLagMs: -1 })).toThrow(RangeError);
+    expect(make2({ targetLagMs: -1 })).toThrow('targetLagMs must be a number >= 0, got -1');
     expect(make2({ targetUtilization: Number.NaN })).toThrow(RangeError);
     expect(make2({ maxLiveTurns: -5 })).toThrow(RangeError);
     expect(make2({ maxLiveTurns: 8, minLiveTurns: 9 })).toThrow(/minLiveTurns \(9\) must not exceed maxLiveTurns \(8\)/);
