@@ -3,16 +3,16 @@ import { toAppError } from '../../errors/app-error.js';
 import { redactUrl, type Logger } from '../../log/logger.js';
 import type { Metrics } from '../../metrics/metrics.js';
 import type { HttpResult } from '../http/types.js';
-import type { Exchange } from './exchange.js';
 import type { ErrorCode } from '../../errors/catalogue.js';
+import type { Exchange } from './exchange.js';
 
 /** A non-streaming result (everything but `sse`). */
 export type PlainResult = Exclude<HttpResult, { kind: 'sse' }>;
 
-/** `200 OK`, `404 Not Found`, ... */
 /** 5xx codes that are load shedding, not faults: not logged as errors one by one (see Responder.sendError). */
 const SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['overloaded', 'shutting_down']);
 
+/** `200 OK`, `404 Not Found`, ... */
 export const statusLine = (status: number): string => `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
 
 /**
