@@ -135,6 +135,9 @@ export class AdmissionControl {
   private readonly now: () => number;
   private readonly targetLagMs: number;
   private readonly targetUtilization: number;
+  /** Which signals steer the limit: a lag target is set; a utilization target in (0, 1) is set. */
+  private readonly steerOnLag: boolean;
+  private readonly steerOnBusy: boolean;
   private readonly utilization: () => number;
   private readonly maxLive: number;
   private readonly minLive: number;
@@ -150,6 +153,8 @@ export class AdmissionControl {
   constructor(private readonly limits: AdmissionLimits, private readonly lag: LagSource, opts: AdmissionOptions = {}) {
     this.targetLagMs = limits.targetLagMs ?? 0;
     this.targetUtilization = limits.targetUtilization ?? 0;
+    this.steerOnLag = this.targetLagMs > 0;
+    this.steerOnBusy = this.targetUtilization > 0 && this.targetUtilization < 1;
     this.maxLive = limits.maxLiveTurns ?? Number.POSITIVE_INFINITY;
     this.minLive = limits.minLiveTurns ?? Math.min(DEFAULT_MIN_LIVE_TURNS, this.maxLive);
     for (const [name, v] of [['targetLagMs', this.targetLagMs], ['targetUtilization', this.targetUtilization], ['maxLiveTurns', this.maxLive], ['minLiveTurns', this.minLive]] as const) {
@@ -161,11 +166,6 @@ export class AdmissionControl {
     this.log = opts.log;
     this.now = opts.now ?? (() => performance.now());
     this.utilization = opts.utilization ?? loopUtilization();
-  }
-
-  /** Whether an adaptive limit runs: a lag or utilization target is set. */
-  private get adaptive(): boolean {
-    return this.targetLagMs > 0 || (this.targetUtilization > 0 && this.targetUtilization < 1);
   }
 
   /** Turns in set-up now. */
@@ -199,7 +199,7 @@ export class AdmissionControl {
     if (lagMs > this.limits.maxLagMs) throw this.refusal(`the server is lagging ${Math.round(lagMs)} ms`);
     if (this.live !== undefined) {
       const live = this.live.live;
-      if (this.adaptive) this.adjust(live, lagMs);
+      if (this.steerOnLag || this.steerOnBusy) this.adjust(live, lagMs);
       if (live >= this.liveLimit) throw this.refusal(`${live} turns are live, its limit for now`);
     }
     if (this.inSetup < this.limits.maxInSetup && this.waiting.length === 0) return this.grant();
@@ -224,8 +224,7 @@ export class AdmissionControl {
     if (now - this.lastAdjust < ADJUST_EVERY_MS) return;
     this.lastAdjust = now;
     this.busy += UTILIZATION_WEIGHT * (this.utilization() - this.busy);
-    const over = (this.targetLagMs > 0 && lagMs > this.targetLagMs)
-      || (this.targetUtilization > 0 && this.targetUtilization < 1 && this.busy > this.targetUtilization);
+    const over = (this.steerOnLag && lagMs > this.targetLagMs) || (this.steerOnBusy && this.busy > this.targetUtilization);
     if (over) {
       if (now - this.lastCut >= CUT_COOLDOWN_MS) {
         this.liveLimit = Math.max(this.minLive, Math.min(this.liveLimit, Math.floor(live * DECREASE_FACTOR)));

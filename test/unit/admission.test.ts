@@ -263,30 +263,21 @@ describe('AdmissionControl, live turns', () => {
     expect(ac.limit).toBe(100);
   });
 
-  it('grows by at least one turn when 10% of the limit is under one', () => {
+  // [live at the cut, limit after it, live turns afterwards (90% of that limit), limit after growing]
+  it.each([
+    [10, 9, 9, 10], // 10% of 9 is under one turn: grows by one
+    [100, 90, 81, 99], // exactly 90% of the limit binds
+  ])('after a cut at %i live turns (limit %i), %i live turns grow the limit to %i', (liveAtCut, cut, liveAfter, grown) => {
     const { ac, live, lag, clock, attempt } = adaptive({ minLiveTurns: 4 });
-    live.live = 10;
+    live.live = liveAtCut;
     lag.lagMs = 20;
     attempt();
-    expect(ac.limit).toBe(9);
+    expect(ac.limit).toBe(cut);
     lag.lagMs = 0;
     clock.t += 100;
-    live.live = 9;
+    live.live = liveAfter;
     attempt();
-    expect(ac.limit).toBe(10);
-  });
-
-  it('grows when the live turns are exactly 90% of the limit', () => {
-    const { ac, live, lag, clock, attempt } = adaptive();
-    live.live = 100;
-    lag.lagMs = 20;
-    attempt();
-    expect(ac.limit).toBe(90);
-    lag.lagMs = 0;
-    clock.t += 100;
-    live.live = 81;
-    attempt();
-    expect(ac.limit).toBe(99);
+    expect(ac.limit).toBe(grown);
   });
 
   it('a smoothed utilization equal to the target does not cut', () => {
