@@ -1,7 +1,10 @@
 /**
  * ingest: MB/s and documents/s ingesting the Node.js API docs corpus (../shared/corpus/nodejs-api)
- * with 1 and 2 ingestion workers, three times per server (pass 1 with cold workers; passes 2 and 3 the
- * same corpus into a second and a third knowledge base, the workers warm, and by pass 3 done compiling): every .md uploaded as raw text/markdown with ?title=, then the
+ * with 1 and 2 ingestion workers as configured by default (they start cold, with the first document), and
+ * with 2 workers warmed up at start (PARLEY_INGEST_WARM_UP=6: they start with the server and parse a
+ * built-in sample first; the bench waits for /metrics to count them warm). Three times per server (pass 1 the
+ * first corpus; passes 2 and 3 the same corpus into a second and a third knowledge base, the workers then
+ * warm from the corpus itself, and by pass 3 done compiling): every .md uploaded as raw text/markdown with ?title=, then the
  * document list polled until every one is ready or failed. Wall time runs from the first upload to the
  * last document seen ready.
  *
@@ -19,12 +22,16 @@ import { join } from 'node:path';
 import { CpuMeter } from '../lib/proc.js';
 import { startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
+import { WARM_UP_ROUNDS } from '../../src/knowledge/warm-up.js';
 import { sleep, stopAll, parleyOptions, nodeDocsCorpus, type Ctx } from './common.js';
 
 interface IngestRun {
   workers: number;
+  /** Whether the server warmed its workers up at start (PARLEY_INGEST_WARM_UP), or started them cold with the first document (the default). */
+  warmUp: boolean;
   /**
-   * 1: the first corpus on a fresh server (workers start cold); 2: the same corpus again, workers warm;
+   * 1: the first corpus on a fresh server (workers cold, or warmed up on the built-in sample); 2: the same
+   * corpus again, workers warm from it;
    * 3: once more, the steady state (V8 still compiles the parse code during pass 2: its background
    * threads used 50-90 ms of CPU each in pass 2 against 10-50 ms in later passes, measured here).
    */
@@ -157,17 +164,33 @@ async function streamGaps(url: string, apiKey: string, agentId: string, stop: ()
 type Pass = 1 | 2 | 3;
 
 function passLabel(pass: Pass): string {
-  return pass === 1 ? 'cold (first corpus)' : pass === 2 ? 'warm (second corpus)' : 'steady (third corpus)';
+  return pass === 1 ? 'first corpus' : pass === 2 ? 'warm (second corpus)' : 'steady (third corpus)';
 }
 
 /**
- * The rows of a pass-2 run get `, warm` after the worker count and those of pass 3 `, steady`; pass 1
- * rows keep the names of earlier runs.
+ * Row name prefix of a run: `2 worker(s)`, then `, warm-up at start` for a server started with
+ * PARLEY_INGEST_WARM_UP, then `, warm` for pass 2 and `, steady` for pass 3 (the default setup's rows keep
+ * the names of earlier runs).
  */
-function withPass(r: IngestRun, rows: Row[]): Row[] {
-  if (r.pass === 1) return rows;
-  const tag = r.pass === 2 ? 'warm' : 'steady';
-  return rows.map((row) => ({ ...row, metric: row.metric.replace('worker(s)', `worker(s), ${tag}`) }));
+function runLabel(r: IngestRun): string {
+  return `${r.workers} worker(s)${r.warmUp ? ', warm-up at start' : ''}${r.pass === 1 ? '' : r.pass === 2 ? ', warm' : ', steady'}`;
+}
+
+/** Setups measured, each on a fresh server: workers, and whether they warm up at start (off by default). */
+const SETUPS: ReadonlyArray<{ workers: number; warmUp: boolean }> = [
+  { workers: 1, warmUp: false }, { workers: 2, warmUp: false }, { workers: 2, warmUp: true },
+];
+
+/** Polls /metrics until `parley_ingest_workers{state="warm"}` reaches `threads`; resolves the wait, ms. Throws after `timeoutMs`. */
+async function waitWarm(url: string, threads: number, timeoutMs: number): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const warm = /^parley_ingest_workers\{state="warm"\} (\d+)$/m.exec(text);
+    if (warm !== null && Number(warm[1]) >= threads) return performance.now() - started;
+    if (performance.now() - started > timeoutMs) throw new Error(`ingestion workers not warm after ${timeoutMs} ms: ${warm?.[0] ?? 'no parley_ingest_workers gauge'}`);
+    await sleep(20);
+  }
 }
 
 export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
@@ -176,12 +199,16 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
   const docs = corpusDocuments(corpus);
   const bytes = docs.reduce((a, d) => a + d.body.length, 0);
   const idleS = ctx.smoke ? 1.5 : 4;
-  const config = { corpus, documents: docs.length, bytes, workers: [1, 2], upload_concurrency: 4, poll_every_ms: 25, gap_probe_word_delay_ms: WORD_DELAY_MS, gap_probe_streams: PROBE_STREAMS, gap_probe_idle_s: idleS };
+  const config = { corpus, documents: docs.length, bytes, setups: SETUPS, warm_up_rounds: WARM_UP_ROUNDS, upload_concurrency: 4, poll_every_ms: 25, gap_probe_word_delay_ms: WORD_DELAY_MS, gap_probe_streams: PROBE_STREAMS, gap_probe_idle_s: idleS };
   const runs: IngestRun[] = [];
-  for (const workers of [1, 2]) {
-    ctx.log(`ingest: ${docs.length} documents, ${(bytes / 1e6).toFixed(2)} MB, ${workers} worker(s)`);
-    const parley = await startParleyServer(ctx.root, parleyOptions(ctx, undefined, { PARLEY_INGEST_WORKERS: String(workers), PARLEY_BUILTIN_WORD_DELAY_MS: String(WORD_DELAY_MS) }));
+  for (const { workers, warmUp } of SETUPS) {
+    ctx.log(`ingest: ${docs.length} documents, ${(bytes / 1e6).toFixed(2)} MB, ${workers} worker(s)${warmUp ? `, warm-up at start (${WARM_UP_ROUNDS} rounds)` : ''}`);
+    const parley = await startParleyServer(ctx.root, parleyOptions(ctx, undefined, {
+      PARLEY_INGEST_WORKERS: String(workers), PARLEY_BUILTIN_WORD_DELAY_MS: String(WORD_DELAY_MS), ...(warmUp ? { PARLEY_INGEST_WARM_UP: String(WARM_UP_ROUNDS) } : {}),
+    }));
     try {
+      // The idle reference below must not overlap the warm-up (it would make idle look worse).
+      if (warmUp) ctx.log(`  workers warm ${(await waitWarm(parley.url, workers, 30_000)).toFixed(0)} ms after /healthz`);
       const auth = { authorization: `Bearer ${parley.apiKey}` };
       const kb = parley.knowledgeBaseId;
       const agentRes = await fetch(`${parley.url}/v1/agents`, {
@@ -194,9 +221,9 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
       const idleUntil = performance.now() + idleS * 1000;
       const idleEmpty = await probeGaps(parley.url, parley.apiKey, agentId, () => performance.now() >= idleUntil);
 
-      // Pass 1 starts with cold workers (none running yet: they start with the first document); passes
-      // 2 and 3 upload the same corpus into new knowledge bases on the same server, workers warm, which
-      // is what a long import sees after its first few MB.
+      // Pass 1: no worker running yet (they start with the first document), or, with warm-up, the workers
+      // warmed up on the built-in sample; passes 2 and 3 upload the same corpus into new knowledge bases on
+      // the same server, the workers warm from it, which is what a long import sees after its first few MB.
       let idle = idleEmpty;
       for (const pass of [1, 2, 3] as const) {
         if (pass === 2) {
@@ -218,7 +245,7 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
         ingesting = false;
         const during = await probe;
         const run: IngestRun = {
-          workers, pass, documents: docs.length, bytes, wallS, uploadS, mbPerS: bytes / 1e6 / wallS, docsPerS: docs.length / wallS,
+          workers, warmUp, pass, documents: docs.length, bytes, wallS, uploadS, mbPerS: bytes / 1e6 / wallS, docsPerS: docs.length / wallS,
           failed, notReady: pending.size, serverCpuS: cpu.cpuS.server ?? Number.NaN,
           gapsIdle: summarize(idle.gaps), gapsIngest: summarize(during.gaps),
           firstTokenIdle: summarize(idle.firstTokens), firstTokenIngest: summarize(during.firstTokens),
@@ -231,7 +258,7 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
       await stopAll([parley]);
     }
   }
-  const rows: Row[] = runs.flatMap((r) => withPass(r, [
+  const rows: Row[] = runs.flatMap((r) => [
     { bench: 'ingest', metric: `${r.workers} worker(s) throughput`, unit: 'MB/s', better: 'higher' as const, parley: r.mbPerS, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) documents`, unit: 'docs/s', better: 'higher' as const, parley: r.docsPerS, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) wall, first upload -> last ready`, unit: 's', better: 'lower' as const, parley: r.wallS, baseline: null, direct: null },
@@ -244,15 +271,15 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
     { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p50, during ingestion`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIngest.p50, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p99, idle`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIdle.p99, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p99, during ingestion`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIngest.p99, baseline: null, direct: null },
-  ]));
+  ].map((row) => ({ ...row, metric: row.metric.replace(`${r.workers} worker(s)`, runLabel(r)) })));
   return {
     name: 'ingest', rows, config, results: { runs },
     charts: [
-      { title: 'Ingest throughput', unit: 'MB/s', groups: runs.map((r) => ({ label: `${r.workers} worker(s), ${passLabel(r.pass)}`, values: { parley: r.mbPerS } })) },
-      { title: 'Ingest documents/s', unit: 'docs/s', groups: runs.map((r) => ({ label: `${r.workers} worker(s), ${passLabel(r.pass)}`, values: { parley: r.docsPerS } })) },
+      { title: 'Ingest throughput', unit: 'MB/s', groups: runs.map((r) => ({ label: `${runLabel(r)}, ${passLabel(r.pass)}`, values: { parley: r.mbPerS } })) },
+      { title: 'Ingest documents/s', unit: 'docs/s', groups: runs.map((r) => ({ label: `${runLabel(r)}, ${passLabel(r.pass)}`, values: { parley: r.docsPerS } })) },
       { title: 'Inter-token gap p99', unit: 'ms', groups: runs.flatMap((r) => [
-        { label: `${r.workers} worker(s) idle`, values: { parley: r.gapsIdle.p99 } },
-        { label: `${r.workers} worker(s) ingesting, ${passLabel(r.pass)}`, values: { parley: r.gapsIngest.p99 } },
+        { label: `${runLabel(r)} idle`, values: { parley: r.gapsIdle.p99 } },
+        { label: `${runLabel(r)} ingesting, ${passLabel(r.pass)}`, values: { parley: r.gapsIngest.p99 } },
       ]) },
     ],
     notes: [

@@ -33,6 +33,7 @@ const EnvSchema = z.object({
   PARLEY_INGEST_TIMEOUT_MS: int(60_000, 100, 3_600_000),
   PARLEY_INGEST_MEMORY_MB: int(512, 32, 16_384),
   PARLEY_INGEST_NICE: int(10, 0, 19),
+  PARLEY_INGEST_WARM_UP: int(0, 0, 100),
   PARLEY_IDLE_UNLOAD_MS: int(10_000, 1),
   PARLEY_MAX_QUEUED_TURNS: int(4, 0, 100),
   PARLEY_MAX_TOOL_STEPS: int(4, 1, 16),
@@ -133,6 +134,13 @@ export interface Config {
   ingestMemoryMb: number;
   /** Nice value (0-19) of the ingestion worker threads, so that parsing yields the CPU to chat (Linux). */
   ingestNice: number;
+  /**
+   * Rounds of the built-in warm-up documents each ingestion worker parses when it starts
+   * (src/knowledge/warm-up.ts; 6 is the measured choice): with 1 or more the workers start with the
+   * server, warm up and keep running. 0 (the default): they start with the first document and stop after
+   * 60 s without work, holding no memory in between.
+   */
+  ingestWarmUpRounds: number;
   /** A conversation actor idle this long is unloaded, ms. */
   idleUnloadMs: number;
   /** Visitor messages that may wait behind a running turn; one more gets 409 turn_in_progress. */
@@ -240,6 +248,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingestTimeoutMs: e.PARLEY_INGEST_TIMEOUT_MS,
     ingestMemoryMb: e.PARLEY_INGEST_MEMORY_MB,
     ingestNice: e.PARLEY_INGEST_NICE,
+    ingestWarmUpRounds: e.PARLEY_INGEST_WARM_UP,
     idleUnloadMs: e.PARLEY_IDLE_UNLOAD_MS,
     maxQueuedTurns: e.PARLEY_MAX_QUEUED_TURNS,
     maxToolSteps: e.PARLEY_MAX_TOOL_STEPS,

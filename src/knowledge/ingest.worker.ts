@@ -5,12 +5,13 @@
  */
 // Piscina (5.x) hands its `workerData` option to the thread as node's own; importing it from
 // node:worker_threads spares each new worker loading Piscina's pool module (about 15 ms of CPU).
-import { workerData } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority } from '../workers/thread-priority.js';
 import { chunkSections } from './chunker.js';
 import { markdownNestingDepth, MAX_MARKDOWN_NESTING, parseDocument, type Section } from './parse-document.js';
 import type { IngestWorkerData } from './ingestion-pool.js';
 import { DOCUMENT_CONTENT_TYPES, DOCX_CONTENT_TYPE, type IngestResult, type IngestTask } from './types.js';
+import { WARM_UP_DONE, warmUpDocuments, type WarmUpDone } from './warm-up.js';
 
 // The HTML/DOCX and PDF parsers (linkedom, Readability, mammoth, pdf.js: several MB of code) load on
 // the first document that needs them, so a worker that only sees text starts fast and small.
@@ -21,7 +22,8 @@ const loadPdf = () => (pdfModule ??= import('./parse-pdf.js'));
 
 // Parsing yields the CPU to the event loop that streams tokens (IngestionPoolOptions.nice). Loaded
 // outside a pool (tests calling the default export directly) there is no workerData: nothing changes.
-const niceValue = (workerData as Partial<IngestWorkerData> | undefined)?.nice;
+const settings = workerData as Partial<IngestWorkerData> | undefined;
+const niceValue = settings?.nice;
 if (typeof niceValue === 'number' && niceValue > 0) lowerThreadPriority(niceValue);
 
 const CONTENT_TYPES: ReadonlySet<string> = new Set(DOCUMENT_CONTENT_TYPES);
@@ -130,3 +132,30 @@ function chunked(sections: Section[], characters: number | null, noText: string)
 function fail(error: string): IngestResult {
   return { ok: false, error: error.replace(/\s+/g, ' ').trim().slice(0, 500) };
 }
+
+/**
+ * Parses and chunks the warm-up documents (src/knowledge/warm-up.ts) `rounds` times, as UTF-8 bytes like
+ * uploads, then tells the pool (a {@link WarmUpDone} message on the parent port). Never throws: a failed
+ * round only leaves the worker less warm. Resolves the time it took, ms.
+ */
+export async function warmUp(rounds: number): Promise<number> {
+  const started = performance.now();
+  const documents = warmUpDocuments();
+  for (let i = 0; i < rounds; i++) {
+    for (const content of documents) {
+      try {
+        await ingest({ title: 'warm-up', contentType: 'text/markdown', content });
+      } catch {
+        // ingest() resolves its failures; nothing else can go wrong here that a real document would not show.
+      }
+    }
+  }
+  const ms = performance.now() - started;
+  const done: WarmUpDone = { [WARM_UP_DONE]: { rounds, ms } };
+  parentPort?.postMessage(done);
+  return ms;
+}
+
+// In a pool started with warm-up (IngestionPoolOptions.warmUpRounds), the worker warms up before Piscina
+// hands it its first task: Piscina imports this module, and waits for it, before the worker takes tasks.
+if (typeof settings?.warmUpRounds === 'number' && settings.warmUpRounds > 0) await warmUp(settings.warmUpRounds);

@@ -5,11 +5,23 @@
 import { compiledWorkerUrl } from '../workers/worker-file.js';
 import { Piscina } from 'piscina';
 import type { IngestResult, IngestTask } from './types.js';
+import { isWarmUpDone } from './warm-up.js';
 
 /** Options of {@link IngestionPool}. */
 export interface IngestionPoolOptions {
-  /** Most worker threads, an integer >= 1. They start when documents arrive and stop after `idleMs` without work. */
+  /**
+   * Most worker threads, an integer >= 1. Without warm-up they start when documents arrive and stop after
+   * `idleMs` without work; with warm-up (`warmUpRounds` > 0) all of them start with the pool and stay.
+   */
   threads: number;
+  /**
+   * Times each worker parses the warm-up document (src/knowledge/warm-up.ts) when it starts, before its
+   * first task; an integer >= 0, default 0 (no warm-up). With warm-up every worker starts with the pool,
+   * warms up, and keeps running until close() (a worker that ends, by a time or memory bound or a crash,
+   * is replaced and warms up again), so the first documents after a start or a quiet hour are parsed at
+   * full speed; the cost is each worker's memory for as long as the server runs, and its CPU at start.
+   */
+  warmUpRounds?: number;
   /**
    * Called with errors the pool reports outside of a task (a worker dying while idle). Without it
    * they are ignored: the pool replaces the worker and keeps serving.
@@ -46,6 +58,8 @@ export const DEFAULT_INGEST_NICE = 10;
 /** What each ingestion worker receives as Piscina's `workerData`. */
 export interface IngestWorkerData {
   nice: number;
+  /** IngestionPoolOptions.warmUpRounds; 0 for none. */
+  warmUpRounds: number;
 }
 
 /** Options of {@link IngestionPool.run}. */
@@ -93,6 +107,7 @@ export class IngestionPool {
   readonly #waiting: Array<() => void> = [];
   #running = 0;
   #closed = false;
+  #warmedUp = 0;
 
   /**
    * Starts `threads` workers.
@@ -110,12 +125,15 @@ export class IngestionPool {
     if (!Number.isInteger(this.#memoryMb) || this.#memoryMb < 8) throw new RangeError(`ingestion memoryMb must be an integer >= 8, got ${String(opts.memoryMb)}`);
     const nice = opts.nice ?? DEFAULT_INGEST_NICE;
     if (!Number.isInteger(nice) || nice < 0 || nice > 19) throw new RangeError(`ingestion nice must be an integer in 0..19, got ${String(opts.nice)}`);
-    const workerData: IngestWorkerData = { nice };
+    const warmUpRounds = opts.warmUpRounds ?? 0;
+    if (!Number.isInteger(warmUpRounds) || warmUpRounds < 0) throw new RangeError(`ingestion warmUpRounds must be an integer >= 0, got ${String(opts.warmUpRounds)}`);
+    const workerData: IngestWorkerData = { nice, warmUpRounds };
     const workerUrl = opts.workerUrl ?? resolveIngestWorkerUrl();
     this.#piscina = new Piscina<IngestTask, IngestResult>({
       filename: workerUrl.href,
       name: 'default',
-      minThreads: 0,
+      // Warm workers all start now and never idle out (Piscina stops only threads above minThreads).
+      minThreads: warmUpRounds > 0 ? opts.threads : 0,
       maxThreads: opts.threads,
       idleTimeout: opts.idleMs ?? 60_000,
       workerData,
@@ -129,6 +147,18 @@ export class IngestionPool {
     this.#piscina.on('error', (err: unknown) => {
       onError?.(err);
     });
+    // Messages a worker posts outside a task: its warm-up is done (src/knowledge/ingest.worker.ts).
+    this.#piscina.on('message', (message: unknown) => {
+      if (isWarmUpDone(message)) this.#warmedUp++;
+    });
+  }
+
+  /**
+   * Workers that finished their warm-up since the pool started, replacements included (0 without
+   * warm-up): once it reaches `threads`, the first documents no longer wait for V8 to compile the parser.
+   */
+  get warmedUp(): number {
+    return this.#warmedUp;
   }
 
   /** Number of worker threads. */

@@ -53,6 +53,16 @@ export class Metrics {
   readonly loopResolution = new Gauge({
     name: 'parley_eventloop_resolution_seconds', help: 'Sampling period of parley_event_loop_delay_seconds, seconds', registers: [this.registry],
   });
+  /**
+   * Ingestion workers: `threads` configured (PARLEY_INGEST_WORKERS) and `warm` (workers that finished their
+   * warm-up since start, replacements included; src/knowledge/warm-up.ts). Read at each scrape from the
+   * source given to {@link watchIngestion}; absent until then.
+   */
+  readonly ingestWorkers = new Gauge({
+    name: 'parley_ingest_workers', help: 'Ingestion worker threads: configured, and warmed up since start', labelNames: ['state'], registers: [this.registry],
+    collect: () => this.collectIngestion(),
+  });
+  #ingestion: (() => { threads: number; warmedUp: number }) | undefined;
   /** The event-loop delay sampler, shared with admission control (its `lagMs`). */
   readonly loop: LoopDelaySampler;
 
@@ -60,6 +70,18 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
     this.loop = loop;
     this.loopResolution.set(loop.resolutionMs / 1000);
+  }
+
+  /** Makes `parley_ingest_workers` read `source` (the ingestion pool's `threads` and `warmedUp`) at each scrape. */
+  watchIngestion(source: () => { threads: number; warmedUp: number }): void {
+    this.#ingestion = source;
+  }
+
+  private collectIngestion(): void {
+    if (this.#ingestion === undefined) return;
+    const { threads, warmedUp } = this.#ingestion();
+    this.ingestWorkers.set({ state: 'threads' }, threads);
+    this.ingestWorkers.set({ state: 'warm' }, warmedUp);
   }
 
   private collectLoopDelay(): void {

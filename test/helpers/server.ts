@@ -69,7 +69,9 @@ export async function startTestServer(env: Record<string, string> = {}, opts: { 
     PARLEY_BOOTSTRAP: 'false', PARLEY_SHUTDOWN_GRACE_MS: '2000',
     // Load shedding on event-loop lag is tested on its own; here a GC pause must not refuse a chat.
     // The adaptive limit on live turns likewise (a test that opens many streams on a busy machine).
-    PARLEY_MAX_LOOP_LAG_MS: '60000', PARLEY_TARGET_LOOP_LAG_MS: '0', PARLEY_TARGET_LOOP_BUSY_PERCENT: '0', ...env,
+    PARLEY_MAX_LOOP_LAG_MS: '60000', PARLEY_TARGET_LOOP_LAG_MS: '0', PARLEY_TARGET_LOOP_BUSY_PERCENT: '0',
+    // Most tests ingest nothing: no ingestion workers started and warmed per server (the warm-up has tests of its own).
+    PARLEY_INGEST_WARM_UP: '0', ...env,
   });
   const lines: string[] = [];
   const logger = opts.captureLogs ? createLogger('debug', { write: (line: string) => { lines.push(line); } }) : undefined;

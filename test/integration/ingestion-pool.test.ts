@@ -141,3 +141,58 @@ describe.skipIf(!hasCorpus)('IngestionPool over the Node.js API corpus', () => {
     expect(crypto.chunks.map((c) => c.heading)).toContain('Crypto > Class: Hash > hash.update(data[, inputEncoding])');
   });
 });
+
+describe('IngestionPool warm-up', () => {
+  async function until(check: () => boolean, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`not true after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  it('rejects a warm-up round count that is not an integer >= 0', () => {
+    expect(() => new IngestionPool({ threads: 1, warmUpRounds: -1 })).toThrow(RangeError);
+    expect(() => new IngestionPool({ threads: 1, warmUpRounds: 1.5 })).toThrow(/warmUpRounds must be an integer >= 0, got 1.5/);
+  });
+
+  it('starts every worker with the pool and warms each one up before any document arrives', async () => {
+    const warm = new IngestionPool({ threads: 2, warmUpRounds: 1 });
+    try {
+      expect(warm.warmedUp).toBe(0);
+      await until(() => warm.warmedUp === 2, 30_000);
+      // A warm pool still ingests as a cold one does.
+      const result = await warm.run({ title: 'guide', contentType: 'text/markdown', content: GOOD_DOC });
+      expectGood(result, 'after warm-up');
+      expect(result).toMatchObject({ ok: true, chunks: [{ ord: 0, heading: 'Guide > Setup' }] });
+      expect(warm.warmedUp).toBe(2);
+    } finally {
+      await warm.close();
+    }
+  });
+
+  it('without warm-up starts no worker before a document, and counts none warm after one', async () => {
+    const cold = new IngestionPool({ threads: 2 });
+    try {
+      expectGood(await cold.run({ title: 'guide', contentType: 'text/markdown', content: GOOD_DOC }), 'cold pool');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(cold.warmedUp).toBe(0);
+    } finally {
+      await cold.close();
+    }
+  });
+
+  it('a worker replaced after a document past its time bound warms up again', async () => {
+    const warm = new IngestionPool({ threads: 1, warmUpRounds: 1, timeoutMs: 1 });
+    try {
+      await until(() => warm.warmedUp === 1, 30_000);
+      // 1 ms is too short for this document: its worker is terminated and a new one starts, warm again.
+      const big = `# Big\n\n${'A sentence of prose about streams and buffers. '.repeat(40_000)}\n`;
+      const result = await warm.run({ title: 'big', contentType: 'text/markdown', content: big });
+      expect(result).toEqual({ ok: false, error: 'document took longer than 1 ms to parse (the ingestion time limit)' });
+      await until(() => warm.warmedUp === 2, 30_000);
+    } finally {
+      await warm.close();
+    }
+  });
+});
