@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
 import { CONVERSATION_WRITES } from './conversation-writes.js';
 import { applyBatch } from './group-commit.js';
+import { batchSynchronous } from './knowledge-writes.js';
 import type { BatchReply, WireError, WriteRequest } from './writer.js';
 
 // The messages come from this process's own main thread (writer.ts), so they are checked by hand rather
@@ -28,7 +29,11 @@ function parseBatch(message: unknown): { id: number; writes: WriteRequest[] } {
 }
 
 const db = new Database(init.file);
-db.pragma(`synchronous = ${init.sync as string}`);
+const configuredSync = init.sync as 'FULL' | 'NORMAL';
+db.pragma(`synchronous = ${configuredSync}`);
+/** The connection's current `synchronous` level: a batch of chunk slices only commits at NORMAL (batchSynchronous). */
+let currentSync = configuredSync;
+const setSync = { FULL: db.prepare('PRAGMA synchronous = FULL'), NORMAL: db.prepare('PRAGMA synchronous = NORMAL') };
 db.pragma('busy_timeout = 5000');
 db.pragma('foreign_keys = ON');
 
@@ -39,6 +44,11 @@ function toWire(err: unknown): WireError {
 
 parentPort!.on('message', (message: unknown) => {
   const batch = parseBatch(message);
+  const sync = batchSynchronous(batch.writes.map((w) => w.op), configuredSync);
+  if (sync !== currentSync) {
+    setSync[sync].run();
+    currentSync = sync;
+  }
   const result = applyBatch(db, batch.writes.map((w) => () => (CONVERSATION_WRITES[w.op] as (d: Database.Database, a: unknown) => unknown)(db, w.args)));
   const reply: BatchReply = {
     id: batch.id,
