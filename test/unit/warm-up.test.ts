@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, it, expect } from 'vitest';
 import ingest from '../../src/knowledge/ingest.worker.js';
 import {
@@ -77,6 +78,12 @@ describe('warmUpDocuments', () => {
     expect(all).toMatch(/^\d+ \| & \w+$/m);
     expect(all).toMatch(/console\.log\(x\);/);
     expect(all).toMatch(/\w+ diagram/);
+  });
+
+  it('are the sample the warm-up was measured with: changing it means measuring again (npm run bench -- ingest)', () => {
+    const digest = createHash('sha256');
+    for (const bytes of warmUpDocuments()) digest.update(bytes);
+    expect(digest.digest('hex')).toBe('b6ad08bc76f8e0b8ac25b41dd572a6cfb4d760fcfcd95a15abcdd9a87ce9618c');
   });
 
   it('rounds default to a measured 6', () => {
