@@ -15,8 +15,8 @@ export interface IngestionPoolOptions {
    */
   threads: number;
   /**
-   * Times each worker parses the warm-up document (src/knowledge/warm-up.ts) when it starts, before its
-   * first task; an integer >= 0, default 0 (no warm-up). With warm-up every worker starts with the pool,
+   * Rounds of the warm-up documents (src/knowledge/warm-up.ts) each worker parses when it starts, before
+   * its first task; an integer >= 0, default 0 (no warm-up). With warm-up every worker starts with the pool,
    * warms up, and keeps running until close() (a worker that ends, by a time or memory bound or a crash,
    * is replaced and warms up again), so the first documents after a start or a quiet hour are parsed at
    * full speed; the cost is each worker's memory for as long as the server runs, and its CPU at start.

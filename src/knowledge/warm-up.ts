@@ -36,8 +36,9 @@ export const WARM_UP_DOCUMENTS = 12;
 
 /**
  * Rounds a worker parses the warm-up documents when warm-up is on (PARLEY_INGEST_WARM_UP's suggested value):
- * 6 x 12 x 8,000 characters, about 580 KB, 0.25-0.35 s of one core per worker here. More rounds did not
- * make the first corpus faster (measured with 4 to 8 rounds and up to 2 MB of sample per worker).
+ * 6 x 12 x 8,000 characters, about 580 KB, 0.25-0.35 s of one core per worker here. More (8 rounds of up
+ * to 2 MB per worker, or 20 rounds) gave no gain clear of the run-to-run noise; 1 to 3 rounds left the
+ * first corpus slower in the pool (0.30-0.37 s against 0.24-0.30 s).
  */
 export const WARM_UP_ROUNDS = 6;
 
@@ -74,9 +75,12 @@ function generator(seed: number): () => number {
  * A Markdown document of at least `chars` UTF-16 code units shaped like API reference pages: headings of
  * levels 1 to 4 with code in them, HTML comments holding YAML, prose with inline code, emphasis, links,
  * reference links, entities and a few non-ASCII characters, bullet and ordered lists (nested), fenced
- * code blocks, GFM tables and raw HTML blocks. Deterministic: the same `chars` gives the same text.
+ * code blocks (backticks, tildes and indented), GFM tables, raw HTML blocks, images, autolinks and
+ * definition-like lines: the branches of the parser and the chunker that the Node.js docs take.
+ * Deterministic: the same `chars` and `seed` give the same text.
  *
  * @param chars minimum length, code units (an integer >= 1).
+ * @param seed seed of the generator; an odd seed adds non-ASCII text (two-byte strings once decoded).
  * @throws RangeError when `chars` is not an integer >= 1.
  */
 export function warmUpMarkdown(chars: number = WARM_UP_DOCUMENT_CHARS, seed = WARM_UP_SEED): string {

@@ -63,8 +63,9 @@ export const UNACKNOWLEDGED_WRITES: ReadonlySet<string> = new Set(['chunksPrepar
  * else `configured`. In WAL mode NORMAL skips the commit's fsync of the WAL but never risks corruption;
  * the next FULL commit's fsync makes the skipped frames durable with it, since they lie before its own in
  * the same file (https://www.sqlite.org/pragma.html#pragma_synchronous, https://www.sqlite.org/wal.html).
- * Storing the Node.js docs' 2,994 chunks in slices of 64: 109-118 ms at FULL, 71-81 ms at NORMAL
- * (measured on this project's 2-core machine, 2026-11-27). An empty batch keeps `configured`.
+ * Measured on this project's 2-core machine (2026-11-27), interleaved A/B through the server, 5 runs
+ * each: the Node.js docs as the second corpus took 358 ms (median) at FULL and 321 ms this way; the
+ * first corpus was within the run-to-run noise (447 and 462 ms). An empty batch keeps `configured`.
  */
 export function batchSynchronous(ops: readonly string[], configured: 'FULL' | 'NORMAL'): 'FULL' | 'NORMAL' {
   if (configured === 'NORMAL' || ops.length === 0) return configured;
