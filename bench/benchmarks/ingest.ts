@@ -163,22 +163,18 @@ async function streamGaps(url: string, apiKey: string, agentId: string, stop: ()
 /** An ingestion pass of one server: see {@link IngestRun.pass}. */
 type Pass = 1 | 2 | 3;
 
-function passLabel(pass: Pass): string {
-  return pass === 1 ? 'first corpus' : pass === 2 ? 'warm (second corpus)' : 'steady (third corpus)';
-}
-
 /**
  * Row name prefix of a run: `2 worker(s)`, then `, warm-up at start` for a server started with
  * PARLEY_INGEST_WARM_UP, then `, warm` for pass 2 and `, steady` for pass 3 (the default setup's rows keep
  * the names of earlier runs).
  */
 function runLabel(r: IngestRun): string {
-  return `${setupLabel(r)}${r.pass === 1 ? '' : r.pass === 2 ? ', warm' : ', steady'}`;
+  return `${r.workers} worker(s)${r.warmUp ? ', warm-up at start' : ''}${r.pass === 1 ? '' : r.pass === 2 ? ', warm' : ', steady'}`;
 }
 
-/** A run's setup for chart labels: `2 worker(s)`, then `, warm-up at start` when the server had it. */
-function setupLabel(r: IngestRun): string {
-  return `${r.workers} worker(s)${r.warmUp ? ', warm-up at start' : ''}`;
+/** A run for chart labels: `2 workers + warm-up, first corpus` (short: the chart writes them vertically). */
+function chartLabel(r: IngestRun): string {
+  return `${r.workers} worker${r.workers === 1 ? '' : 's'}${r.warmUp ? ' + warm-up' : ''}, ${r.pass === 1 ? 'first corpus' : r.pass === 2 ? 'second' : 'third'}`;
 }
 
 /** Setups measured, each on a fresh server: workers, and whether they warm up at start (off by default). */
@@ -280,11 +276,11 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
   return {
     name: 'ingest', rows, config, results: { runs },
     charts: [
-      { title: 'Ingest throughput', unit: 'MB/s', groups: runs.map((r) => ({ label: `${setupLabel(r)}, ${passLabel(r.pass)}`, values: { parley: r.mbPerS } })) },
-      { title: 'Ingest documents/s', unit: 'docs/s', groups: runs.map((r) => ({ label: `${setupLabel(r)}, ${passLabel(r.pass)}`, values: { parley: r.docsPerS } })) },
+      { title: 'Ingest throughput', unit: 'MB/s', groups: runs.map((r) => ({ label: chartLabel(r), values: { parley: r.mbPerS } })) },
+      { title: 'Ingest documents/s', unit: 'docs/s', groups: runs.map((r) => ({ label: chartLabel(r), values: { parley: r.docsPerS } })) },
       { title: 'Inter-token gap p99', unit: 'ms', groups: runs.flatMap((r) => [
-        { label: `${setupLabel(r)} idle (reference of the ${passLabel(r.pass)})`, values: { parley: r.gapsIdle.p99 } },
-        { label: `${setupLabel(r)} ingesting, ${passLabel(r.pass)}`, values: { parley: r.gapsIngest.p99 } },
+        { label: `${chartLabel(r)}: idle`, values: { parley: r.gapsIdle.p99 } },
+        { label: `${chartLabel(r)}: ingesting`, values: { parley: r.gapsIngest.p99 } },
       ]) },
     ],
     notes: [

@@ -23,15 +23,32 @@ function label(v: number): string {
   return v.toFixed(2);
 }
 
-/** Panels stacked vertically; each has its own linear axis from min(0, values) to max(0, values). */
+/** Rough width of one character of the 11 px sans-serif axis labels, px. */
+const CHAR_W = 6.2;
+
+/**
+ * Panels stacked vertically; each has its own linear axis from min(0, values) to max(0, values). Group
+ * labels wider than their group (at about {@link CHAR_W} px a character) are written vertically, reading
+ * upwards, and their panel grows by their length, so they overlap neither each other nor the next panel.
+ */
 export function barChart(title: string, panels: Panel[]): string {
   const width = 960;
-  const panelH = 260;
+  const panelBaseH = 260;
   const top = 40;
   const left = 70;
   const right = 20;
   const plotH = 170;
-  const height = top + panels.length * panelH + 30;
+  const plotW = width - left - right;
+  const layout = panels.map((p) => {
+    const groupW = plotW / Math.max(1, p.groups.length);
+    const longest = Math.max(0, ...p.groups.map((g) => g.label.length)) * CHAR_W;
+    const vertical = longest > groupW - 6;
+    return { groupW, vertical, height: panelBaseH + (vertical ? Math.ceil(longest) : 0) };
+  });
+  const offsets: number[] = [];
+  let sum = 0;
+  for (const l of layout) { offsets.push(sum); sum += l.height; }
+  const height = top + sum + 30;
   const out: string[] = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`);
   out.push(`<rect width="100%" height="100%" fill="white"/>`);
@@ -42,7 +59,8 @@ export function barChart(title: string, panels: Panel[]): string {
     out.push(`<rect x="${x}" y="${height - 22}" width="12" height="12" fill="${COLORS[s]}"/><text x="${x + 16}" y="${height - 12}">${s === 'direct' ? 'direct upstream' : s}</text>`);
   });
   panels.forEach((p, pi) => {
-    const y0 = top + pi * panelH;
+    const y0 = top + offsets[pi]!;
+    const { groupW, vertical } = layout[pi]!;
     out.push(`<text x="${left}" y="${y0 + 16}" font-size="12" font-weight="bold">${esc(p.title)} (${esc(p.unit)})</text>`);
     const vals = p.groups.flatMap((g) => SERIES.map((s) => g.values[s]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v)));
     const hi = Math.max(0, ...vals);
@@ -51,14 +69,12 @@ export function barChart(title: string, panels: Panel[]): string {
     const plotTop = y0 + 30;
     const yOf = (v: number) => plotTop + ((hi - v) / span) * plotH;
     const zeroY = yOf(0);
-    const plotW = width - left - right;
     out.push(`<line x1="${left}" y1="${zeroY}" x2="${width - right}" y2="${zeroY}" stroke="#111"/>`);
     out.push(`<line x1="${left}" y1="${plotTop}" x2="${left}" y2="${plotTop + plotH}" stroke="#999"/>`);
     for (const t of [lo, (lo + hi) / 2, hi]) {
       out.push(`<text x="${left - 6}" y="${yOf(t) + 4}" text-anchor="end" fill="#555">${label(t)}</text>`);
       out.push(`<line x1="${left}" y1="${yOf(t)}" x2="${width - right}" y2="${yOf(t)}" stroke="#eee"/>`);
     }
-    const groupW = plotW / Math.max(1, p.groups.length);
     const barW = Math.min(40, (groupW - 16) / SERIES.length);
     p.groups.forEach((g, gi) => {
       const gx = left + gi * groupW + (groupW - barW * SERIES.length) / 2;
@@ -75,7 +91,10 @@ export function barChart(title: string, panels: Panel[]): string {
         const ty = v >= 0 ? y - 3 : y + h + 11;
         out.push(`<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${ty.toFixed(1)}" text-anchor="middle" font-size="9">${label(v)}</text>`);
       });
-      out.push(`<text x="${left + gi * groupW + groupW / 2}" y="${plotTop + plotH + 16}" text-anchor="middle">${esc(g.label)}</text>`);
+      const lx = left + gi * groupW + groupW / 2;
+      out.push(vertical
+        ? `<text x="${(lx + 4).toFixed(1)}" y="${plotTop + plotH + 8}" text-anchor="end" transform="rotate(-90 ${(lx + 4).toFixed(1)} ${plotTop + plotH + 8})">${esc(g.label)}</text>`
+        : `<text x="${lx}" y="${plotTop + plotH + 16}" text-anchor="middle">${esc(g.label)}</text>`);
     });
   });
   out.push('</svg>');
