@@ -20,6 +20,7 @@ import { createParser } from 'eventsource-parser';
 import { summarize, type Summary } from '../lib/stats.js';
 import { join } from 'node:path';
 import { CpuMeter } from '../lib/proc.js';
+import { parsePromText } from '../lib/prom-text.js';
 import { startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
 import { WARM_UP_ROUNDS } from '../../src/knowledge/warm-up.js';
@@ -186,10 +187,9 @@ const SETUPS: ReadonlyArray<{ workers: number; warmUp: boolean }> = [
 async function waitWarm(url: string, threads: number, timeoutMs: number): Promise<number> {
   const started = performance.now();
   for (;;) {
-    const text = await (await fetch(`${url}/metrics`)).text();
-    const warm = /^parley_ingest_workers\{state="warm"\} (\d+)$/m.exec(text);
-    if (warm !== null && Number(warm[1]) >= threads) return performance.now() - started;
-    if (performance.now() - started > timeoutMs) throw new Error(`ingestion workers not warm after ${timeoutMs} ms: ${warm?.[0] ?? 'no parley_ingest_workers gauge'}`);
+    const warm = parsePromText(await (await fetch(`${url}/metrics`)).text()).get('parley_ingest_workers{state="warm"}');
+    if (warm !== undefined && warm >= threads) return performance.now() - started;
+    if (performance.now() - started > timeoutMs) throw new Error(`ingestion workers not warm after ${timeoutMs} ms: ${warm === undefined ? 'no parley_ingest_workers gauge' : `${warm} of ${threads} warm`}`);
     await sleep(20);
   }
 }

@@ -6,6 +6,7 @@
  */
 import { describe, it, expect, afterAll } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
+import { parsePromText } from '../../bench/lib/prom-text.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const servers: TestServer[] = [];
@@ -13,8 +14,12 @@ afterAll(async () => { await Promise.all(servers.map((s) => s.close())); });
 
 /** The `parley_ingest_workers` gauge of `url` by state, e.g. {threads: 1, warm: 0}. */
 async function ingestWorkers(url: string): Promise<Record<string, number>> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return Object.fromEntries([...text.matchAll(/^parley_ingest_workers\{state="(\w+)"\} (\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+  const gauge: Record<string, number> = {};
+  for (const [key, value] of parsePromText(await (await fetch(`${url}/metrics`)).text())) {
+    const state = /^parley_ingest_workers\{state="(\w+)"\}$/.exec(key)?.[1];
+    if (state !== undefined) gauge[state] = value;
+  }
+  return gauge;
 }
 
 describe('PARLEY_INGEST_WARM_UP', () => {
