@@ -63,6 +63,18 @@ export class Metrics {
     collect: () => this.collectIngestion(),
   });
   #ingestion: (() => { threads: number; warmedUp: number }) | undefined;
+  /**
+   * Transactions the SQLite writer committed since start, by `synchronous` level: `full` (the WAL fsynced
+   * at commit: every acknowledged write) and `normal` (no fsync: batches made only of chunk slices and
+   * index merges, src/store/sqlite/knowledge-writes.ts `batchSynchronous`). Read at each scrape from the
+   * source given to {@link watchCommits}; absent until then (and with MongoDB).
+   */
+  readonly sqliteCommits = new Counter({
+    name: 'parley_sqlite_commits_total', help: 'Transactions committed by the SQLite writer, by PRAGMA synchronous level',
+    labelNames: ['synchronous'], registers: [this.registry],
+    collect: () => this.collectCommits(),
+  });
+  #commits: (() => { full: number; normal: number }) | undefined;
   /** The event-loop delay sampler, shared with admission control (its `lagMs`). */
   readonly loop: LoopDelaySampler;
 
@@ -75,6 +87,20 @@ export class Metrics {
   /** Makes `parley_ingest_workers` read `source` (the ingestion pool's `threads` and `warmedUp`) at each scrape. */
   watchIngestion(source: () => { threads: number; warmedUp: number }): void {
     this.#ingestion = source;
+  }
+
+  /** Makes `parley_sqlite_commits_total` read `source` (the store's `commits()`, monotonic counts) at each scrape. */
+  watchCommits(source: () => { full: number; normal: number }): void {
+    this.#commits = source;
+  }
+
+  private collectCommits(): void {
+    if (this.#commits === undefined) return;
+    const { full, normal } = this.#commits();
+    // The source counts since start; a prom-client counter only goes up, so it is set by reset + inc.
+    this.sqliteCommits.reset();
+    this.sqliteCommits.inc({ synchronous: 'full' }, full);
+    this.sqliteCommits.inc({ synchronous: 'normal' }, normal);
   }
 
   private collectIngestion(): void {

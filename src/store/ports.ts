@@ -402,4 +402,9 @@ export interface Store {
   /** Resolves when the store answers (readiness probe); rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * SQLite only: transactions the conversation writer committed since start, by `PRAGMA synchronous`
+   * level (`full` fsyncs the WAL at commit, `normal` does not). Exposed as `parley_sqlite_commits_total`.
+   */
+  commits?(): { full: number; normal: number };
 }

@@ -94,6 +94,8 @@ function batchStatements(db: Database.Database): BatchStatements {
 export class GroupCommit {
   private queue: PendingWrite[] = [];
   private scheduled = false;
+  /** Transactions committed so far (one per non-empty flush that committed). */
+  committed = 0;
 
   constructor(private readonly db: Database.Database) {}
 
@@ -127,6 +129,7 @@ export class GroupCommit {
       });
       return;
     }
+    this.committed++;
     batch.forEach((w, i) => {
       const o = result.outcomes[i]!;
       if (o.ok) w.resolve(o.value);

@@ -49,7 +49,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
   const sync = opts.sync ?? 'FULL';
   const file = join(dataDir, 'parley.db');
   const db = openDatabase(file, sync);
-  const writer = (opts.writer ?? 'worker') === 'worker' ? createWorkerWriter(file, sync) : createMainThreadWriter(db);
+  const writer = (opts.writer ?? 'worker') === 'worker' ? createWorkerWriter(file, sync) : createMainThreadWriter(db, sync);
   const reader = (opts.reader ?? 'worker') === 'worker' ? createWorkerReader(file) : createMainThreadReader(db);
   const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, writer, { chunkSliceChunks: opts.chunkSliceChunks, vectorSliceMs: opts.vectorSliceMs, reader });
   const ping = db.prepare('SELECT 1');
@@ -72,6 +72,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     async ping() {
       ping.get();
     },
+    commits: () => writer.commits(),
     async close() {
       stopKnowledge();
       await reader.close();

@@ -18,15 +18,27 @@ export interface ConversationWriter {
   run<K extends ConversationWriteName>(op: K, args: ConversationWriteArgs<K>): Promise<ConversationWriteResult<K>>;
   /** Commits what is queued and waits for every write issued so far; then no more writes are taken. */
   close(): Promise<void>;
+  /** Transactions committed since the writer started, by the `synchronous` level they committed at. */
+  commits(): CommitCounts;
+}
+
+/**
+ * Committed transactions by `PRAGMA synchronous` level: `full` ones fsync the WAL at commit, `normal` ones
+ * do not (https://www.sqlite.org/pragma.html#pragma_synchronous; knowledge-writes.ts `batchSynchronous`).
+ */
+export interface CommitCounts {
+  full: number;
+  normal: number;
 }
 
 /** Which writer to use: `worker` (default; a writer thread) or `main` (group commit on the main thread). */
 export type WriterKind = 'worker' | 'main';
 
 /** Group commit on the main thread's connection. */
-export function createMainThreadWriter(db: Database.Database): ConversationWriter {
+export function createMainThreadWriter(db: Database.Database, sync: SqliteSync = 'FULL'): ConversationWriter {
   const commits = new GroupCommit(db);
   return {
+    commits: () => (sync === 'FULL' ? { full: commits.committed, normal: 0 } : { full: 0, normal: commits.committed }),
     run(op, args) {
       const fn = CONVERSATION_WRITES[op] as (db: Database.Database, a: typeof args) => ReturnType<(typeof CONVERSATION_WRITES)[typeof op]>;
       return commits.write(() => fn(db, args)) as never;
@@ -53,6 +65,8 @@ export interface WireError {
 /** The writer thread's answer to one batch: an outcome per write, in order. */
 export interface BatchReply {
   id: number;
+  /** The `synchronous` level the batch committed at, as SQLite reported it; absent when nothing was committed. */
+  synchronous?: 'FULL' | 'NORMAL' | undefined;
   outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: WireError }>;
 }
 
@@ -87,6 +101,7 @@ export function createWorkerWriter(file: string, sync: SqliteSync): Conversation
   let inFlight: { id: number; waiters: Pending[] } | undefined;
   let closed = false;
   let idle: (() => void) | undefined;
+  const counts: CommitCounts = { full: 0, normal: 0 };
 
   function start(): Worker {
     const w = new Worker(url, { workerData: { file, sync } });
@@ -94,6 +109,8 @@ export function createWorkerWriter(file: string, sync: SqliteSync): Conversation
       const batch = inFlight;
       if (!batch || batch.id !== reply.id) return;
       inFlight = undefined;
+      if (reply.synchronous === 'FULL') counts.full++;
+      else if (reply.synchronous === 'NORMAL') counts.normal++;
       reply.outcomes.forEach((o, i) => {
         const p = batch.waiters[i]!;
         if (o.ok) p.resolve(o.value);
@@ -131,6 +148,7 @@ export function createWorkerWriter(file: string, sync: SqliteSync): Conversation
   }
 
   return {
+    commits: () => ({ ...counts }),
     run(op, args) {
       if (closed) return Promise.reject(new Error('the store is closed'));
       return new Promise((resolve, reject) => {

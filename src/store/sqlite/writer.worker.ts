@@ -30,10 +30,21 @@ function parseBatch(message: unknown): { id: number; writes: WriteRequest[] } {
 
 const db = new Database(init.file);
 const configuredSync = init.sync as 'FULL' | 'NORMAL';
-db.pragma(`synchronous = ${configuredSync}`);
-/** The connection's current `synchronous` level: a batch of chunk slices only commits at NORMAL (batchSynchronous). */
-let currentSync = configuredSync;
 const setSync = { FULL: db.prepare('PRAGMA synchronous = FULL'), NORMAL: db.prepare('PRAGMA synchronous = NORMAL') };
+const readSync = db.prepare('PRAGMA synchronous').pluck();
+
+/**
+ * Sets the connection's `synchronous` level and returns the level SQLite then reports (1 is NORMAL, 2
+ * FULL: https://www.sqlite.org/pragma.html#pragma_synchronous), so each reply says what the commit really
+ * used, not what was asked for.
+ */
+function applySync(level: 'FULL' | 'NORMAL'): 'FULL' | 'NORMAL' {
+  setSync[level].run();
+  return readSync.get() === 1 ? 'NORMAL' : 'FULL';
+}
+
+/** The connection's current `synchronous` level: a batch of chunk slices only commits at NORMAL (batchSynchronous). */
+let currentSync = applySync(configuredSync);
 db.pragma('busy_timeout = 5000');
 db.pragma('foreign_keys = ON');
 
@@ -45,13 +56,11 @@ function toWire(err: unknown): WireError {
 parentPort!.on('message', (message: unknown) => {
   const batch = parseBatch(message);
   const sync = batchSynchronous(batch.writes.map((w) => w.op), configuredSync);
-  if (sync !== currentSync) {
-    setSync[sync].run();
-    currentSync = sync;
-  }
+  if (sync !== currentSync) currentSync = applySync(sync);
   const result = applyBatch(db, batch.writes.map((w) => () => (CONVERSATION_WRITES[w.op] as (d: Database.Database, a: unknown) => unknown)(db, w.args)));
   const reply: BatchReply = {
     id: batch.id,
+    synchronous: result.committed ? currentSync : undefined,
     outcomes: batch.writes.map((_w, i) => {
       const o = result.outcomes[i];
       if (result.committed) return o!.ok ? { ok: true, value: o!.value } : { ok: false, error: toWire(o!.error) };
