@@ -2,7 +2,8 @@
  * short-turns: how many short turns per second (16 deltas, first after 20 ms, one per 20 ms after)
  * each target sustains while its added-TTFT p99 stays <= 10 ms. Open loop, arrival rate raised step by
  * step (50, 100, 200, 400, ... per second), then bisected between the highest pass and the first
- * failure (bench/benchmarks/capacity.ts). Targets: direct (the rig's ceiling), Parley, the baseline,
+ * failure (bench/benchmarks/capacity.ts). A target that fails 50/s is searched downwards (25, 13, 6),
+ * so its row is a rate, not 0, and the Parley / baseline ratio means something. Targets: direct (the rig's ceiling), Parley, the baseline,
  * the floor and Portkey.
  */
 import type { BenchOutcome, Row } from '../lib/report.js';
@@ -19,7 +20,7 @@ export async function shortTurns(ctx: Ctx): Promise<BenchOutcome> {
   const ttftMs = 20;
   const boundMs = 10;
   const streamS = (ttftMs + (deltas - 1) * intervalMs) / 1000;
-  const search = smoke ? { start: 50, factor: 2, max: 50, refine: 0 } : { start: 50, factor: 2, max: 6400, refine: 2 };
+  const search = smoke ? { start: 50, factor: 2, max: 50, refine: 0 } : { start: 50, factor: 2, max: 6400, refine: 2, min: 6 };
   const windowMs = smoke ? 500 : 4000;
   const config = {
     mock: { ttft_ms: ttftMs, deltas, interval_ms: intervalMs }, stream_s: streamS, bound_added_ttft_p99_ms: boundMs,
@@ -82,7 +83,7 @@ export async function shortTurns(ctx: Ctx): Promise<BenchOutcome> {
       { bench, metric: 'probes run', unit: 'count', better: 'none', ...perTarget((t) => cap.probes.filter((p) => p.target === t).length) },
     );
     const notes = [
-      `search: rates ${search.start}, x${search.factor} up to ${search.max}/s, then ${search.refine} bisection step(s); open-loop windows of ${windowMs} ms and at least ${MIN_ARRIVALS} arrivals per probe; pass = added-TTFT p99 <= ${boundMs} ms and < 0.1% failures (errors, typed refusals, unfinished).`,
+      `search: rates ${search.start}, x${search.factor} up to ${search.max}/s, then ${search.refine} bisection step(s)${'min' in search ? ` (a target failing ${search.start}/s is searched downwards, /${search.factor} at a time, to ${search.min}/s)` : ''}; open-loop windows of ${windowMs} ms and at least ${MIN_ARRIVALS} arrivals per probe; pass = added-TTFT p99 <= ${boundMs} ms and < 0.1% failures (errors, typed refusals, unfinished).`,
       'added TTFT = the target\'s TTFT p99 minus direct\'s TTFT p99 at the same rate (same run); direct\'s own row is the rig\'s ceiling (its TTFT p99 within 10 ms of the mock\'s 20 ms).',
       'Portkey buffers ~25 ms before its first SSE event by design (../shared/PEERS.md), so its added TTFT p99 exceeds 10 ms at any rate: 0 here is that design, not a failure under load.',
       ...(cap.rigBound.length > 0 ? [`bounded by the rig (direct failed the same rate): ${cap.rigBound.join(', ')}`] : []),

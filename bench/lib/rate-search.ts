@@ -1,7 +1,9 @@
 /**
  * The search for the highest open-loop arrival rate a target sustains under a latency bound (used by
  * short-turns and overload): a geometric ladder (start, start x factor, ... up to max) until a rate
- * fails, then a few bisection steps between the highest passing and the lowest failing rate. Pure: it
+ * fails, then a few bisection steps between the highest passing and the lowest failing rate. When the
+ * very first rate fails and a `min` is given, the ladder goes down instead (start / factor, ... down to
+ * min) until a rate passes, and the bisection steps follow from there. Pure: it
  * only proposes rates and records outcomes; the caller runs the probes. Unit-tested in
  * test/unit/bench-rate-search.test.ts.
  */
@@ -18,6 +20,11 @@ export interface RateSearchOptions {
   refine: number;
   /** Stop refining when the highest pass and the lowest failure are this close (arrivals/s); default 1. */
   resolution?: number;
+  /**
+   * Lowest rate probed on the way down when `start` itself fails (arrivals/s, > 0 and <= start); without
+   * it a failing start ends the search with 0.
+   */
+  min?: number;
 }
 
 /** One probe's outcome. */
@@ -30,7 +37,8 @@ export class RateSearch {
   private readonly list: RateProbe[] = [];
 
   constructor(private readonly opts: RateSearchOptions) {
-    if (!(opts.start > 0) || !(opts.factor > 1) || !(opts.max >= opts.start) || !(opts.refine >= 0)) {
+    if (!(opts.start > 0) || !(opts.factor > 1) || !(opts.max >= opts.start) || !(opts.refine >= 0) ||
+      (opts.min !== undefined && !(opts.min > 0 && opts.min <= opts.start))) {
       throw new RangeError(`bad rate search options ${JSON.stringify(opts)}`);
     }
   }
@@ -68,6 +76,19 @@ export class RateSearch {
     return this.lowestFail === null && this.best >= this.opts.max;
   }
 
+  /** Index of the probe after which a pass lay below a failure for the first time (bisection starts there). */
+  private bracketedAt(): number {
+    let fail = Number.POSITIVE_INFINITY;
+    let pass = 0;
+    for (let i = 0; i < this.list.length; i++) {
+      const p = this.list[i]!;
+      if (p.pass) pass = Math.max(pass, p.rate);
+      else fail = Math.min(fail, p.rate);
+      if (pass > 0 && pass < fail && fail !== Number.POSITIVE_INFINITY) return i;
+    }
+    return this.list.length - 1;
+  }
+
   /** The next rate to probe (arrivals/s, an integer), or null when the search is over. */
   next(): number | null {
     const { start, factor, max, refine } = this.opts;
@@ -78,9 +99,13 @@ export class RateSearch {
       if (lo >= max) return null;
       return Math.min(Math.round(lo * factor), Math.round(max));
     }
-    if (lo === 0) return null; // the first rate failed: no downward search
-    const firstFail = this.list.findIndex((p) => !p.pass);
-    const refinesDone = this.list.length - firstFail - 1;
+    if (lo === 0) {
+      // Nothing passed yet: the start failed. Go down the ladder when a floor is given.
+      if (this.opts.min === undefined) return null;
+      const down = Math.round(hi / factor);
+      return down >= this.opts.min && down < hi ? down : null;
+    }
+    const refinesDone = this.list.length - this.bracketedAt() - 1;
     if (refinesDone >= refine || hi - lo <= (this.opts.resolution ?? 1)) return null;
     const mid = Math.round((lo + hi) / 2);
     return mid <= lo || mid >= hi ? null : mid;

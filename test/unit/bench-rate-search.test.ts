@@ -46,6 +46,20 @@ describe('bench RateSearch', () => {
     expect(s.capped).toBe(false);
   });
 
+  it('goes down the ladder from a failing start when a min is given, then bisects', () => {
+    const s = new RateSearch({ start: 50, factor: 2, max: 6400, refine: 2, min: 6 });
+    // 50 fails, 25 fails, 13 passes: bisect between 13 and 25 twice (19 passes, 22 fails).
+    expect(drive(s, 20)).toEqual([50, 25, 13, 19, 22]);
+    expect(s.best).toBe(19);
+    expect(s.lowestFail).toBe(22);
+  });
+
+  it('gives 0 when even the min fails, and never probes below it', () => {
+    const s = new RateSearch({ start: 50, factor: 2, max: 6400, refine: 2, min: 10 });
+    expect(drive(s, 3)).toEqual([50, 25, 13]);
+    expect(s.best).toBe(0);
+  });
+
   it('stops refining once pass and failure are within the resolution', () => {
     const s = new RateSearch({ start: 2, factor: 2, max: 64, refine: 5, resolution: 1 });
     expect(drive(s, 5)).toEqual([2, 4, 8, 6, 5]);
@@ -66,5 +80,7 @@ describe('bench RateSearch', () => {
     expect(() => new RateSearch({ start: 0, factor: 2, max: 10, refine: 0 })).toThrow(RangeError);
     expect(() => new RateSearch({ start: 10, factor: 1, max: 10, refine: 0 })).toThrow(RangeError);
     expect(() => new RateSearch({ start: 10, factor: 2, max: 5, refine: 0 })).toThrow(RangeError);
+    expect(() => new RateSearch({ start: 10, factor: 2, max: 50, refine: 0, min: 0 })).toThrow(RangeError);
+    expect(() => new RateSearch({ start: 10, factor: 2, max: 50, refine: 0, min: 11 })).toThrow(RangeError);
   });
 });
