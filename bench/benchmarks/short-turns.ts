@@ -2,7 +2,7 @@
  * short-turns: how many short turns per second (16 deltas, first after 20 ms, one per 20 ms after)
  * each target sustains while its added-TTFT p99 stays <= 10 ms. Open loop, arrival rate raised step by
  * step (50, 100, 200, 400, ... per second), then bisected between the highest pass and the first
- * failure (bench/benchmarks/capacity.ts). A target that fails 50/s is searched downwards (25, 13, 6),
+ * failure (bench/benchmarks/capacity.ts). A target that fails 50/s is searched downwards (25, 13),
  * so its row is a rate, not 0, and the Parley / baseline ratio means something. Targets: direct (the rig's ceiling), Parley, the baseline,
  * the floor and Portkey.
  */
@@ -20,7 +20,7 @@ export async function shortTurns(ctx: Ctx): Promise<BenchOutcome> {
   const ttftMs = 20;
   const boundMs = 10;
   const streamS = (ttftMs + (deltas - 1) * intervalMs) / 1000;
-  const search = smoke ? { start: 50, factor: 2, max: 50, refine: 0 } : { start: 50, factor: 2, max: 6400, refine: 2, min: 6 };
+  const search = smoke ? { start: 50, factor: 2, max: 50, refine: 0 } : { start: 50, factor: 2, max: 6400, refine: 2, min: 12 };
   const windowMs = smoke ? 500 : 4000;
   const config = {
     mock: { ttft_ms: ttftMs, deltas, interval_ms: intervalMs }, stream_s: streamS, bound_added_ttft_p99_ms: boundMs,
