@@ -60,6 +60,32 @@ describe('bench RateSearch', () => {
     expect(s.best).toBe(0);
   });
 
+  it('probes a downward rate equal to the min, and stops when halving no longer goes lower', () => {
+    const s = new RateSearch({ start: 48, factor: 2, max: 6400, refine: 0, min: 12 });
+    expect(drive(s, 12)).toEqual([48, 24, 12]);
+    expect(s.best).toBe(12);
+    // A start of 1 that fails: 1 / 2 rounds back to 1, which must not be probed again.
+    const one = new RateSearch({ start: 1, factor: 2, max: 10, refine: 2, min: 1 });
+    expect(drive(one, 0)).toEqual([1]);
+  });
+
+  it('counts bisection steps from the first pass below a failure, not from a noisy pass above it', () => {
+    const s = new RateSearch({ start: 50, factor: 2, max: 6400, refine: 1, min: 12 });
+    s.record(50, false);
+    s.record(100, true); // above the failure: noise, not a bracket
+    s.record(25, true);
+    expect(s.next()).toBe(38);
+  });
+
+  it('reports the cap only when nothing failed and the best rate reached max', () => {
+    const s = new RateSearch({ start: 50, factor: 2, max: 300, refine: 0 });
+    s.record(50, true);
+    expect(s.capped).toBe(false);
+    s.record(300, true);
+    s.record(400, false);
+    expect(s.capped).toBe(false);
+  });
+
   it('stops refining once pass and failure are within the resolution', () => {
     const s = new RateSearch({ start: 2, factor: 2, max: 64, refine: 5, resolution: 1 });
     expect(drive(s, 5)).toEqual([2, 4, 8, 6, 5]);
@@ -80,7 +106,9 @@ describe('bench RateSearch', () => {
     expect(() => new RateSearch({ start: 0, factor: 2, max: 10, refine: 0 })).toThrow(RangeError);
     expect(() => new RateSearch({ start: 10, factor: 1, max: 10, refine: 0 })).toThrow(RangeError);
     expect(() => new RateSearch({ start: 10, factor: 2, max: 5, refine: 0 })).toThrow(RangeError);
-    expect(() => new RateSearch({ start: 10, factor: 2, max: 50, refine: 0, min: 0 })).toThrow(RangeError);
+    expect(() => new RateSearch({ start: 10, factor: 2, max: 50, refine: -1 })).toThrow(RangeError);
+    expect(() => new RateSearch({ start: 10, factor: 2, max: 10, refine: 0, min: 10 })).not.toThrow();
+    expect(() => new RateSearch({ start: 10, factor: 2, max: 50, refine: 0, min: 0 })).toThrow(/bad rate search options \{"start":10/);
     expect(() => new RateSearch({ start: 10, factor: 2, max: 50, refine: 0, min: 11 })).toThrow(RangeError);
   });
 });
