@@ -6,21 +6,14 @@
  */
 import { describe, it, expect, afterAll } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
-import { parsePromText } from '../../bench/lib/prom-text.js';
+import { labelled } from '../helpers/metrics.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const servers: TestServer[] = [];
 afterAll(async () => { await Promise.all(servers.map((s) => s.close())); });
 
 /** The `parley_ingest_workers` gauge of `url` by state, e.g. {threads: 1, warm: 0}. */
-async function ingestWorkers(url: string): Promise<Record<string, number>> {
-  const gauge: Record<string, number> = {};
-  for (const [key, value] of parsePromText(await (await fetch(`${url}/metrics`)).text())) {
-    const state = /^parley_ingest_workers\{state="(\w+)"\}$/.exec(key)?.[1];
-    if (state !== undefined) gauge[state] = value;
-  }
-  return gauge;
-}
+const ingestWorkers = (url: string) => labelled(url, 'parley_ingest_workers', 'state');
 
 describe('PARLEY_INGEST_WARM_UP', () => {
   it('is 0 (off) unless set, and takes 0 to 100 rounds', () => {

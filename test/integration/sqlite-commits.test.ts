@@ -6,30 +6,26 @@
  * SQLite itself gives back after switching, so these tests fail if the switch is dropped or never reaches
  * the connection. Real writer thread, real SQLite files.
  */
-import { describe, it, expect, afterEach, afterAll } from 'vitest';
+import { describe, it, expect, afterAll, onTestFinished } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parsePromText } from '../../bench/lib/prom-text.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { ConversationRecord, DocumentRecord, MessageRecord, NewChunk } from '../../src/store/records.js';
+import { labelled } from '../helpers/metrics.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const T0 = '2025-01-01T00:00:00.000Z';
 const T1 = '2025-01-01T00:00:01.000Z';
 
-const dirs: string[] = [];
-const closers: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
+/** A SQLite store in a new temporary directory, closed and removed when the test ends. */
 function store(opts: Parameters<typeof createSqliteStore>[1] = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'parley-commits-'));
-  dirs.push(dir);
   const s = createSqliteStore(dir, opts);
-  closers.push(() => s.close());
+  onTestFinished(async () => {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
   return s;
 }
 
@@ -94,14 +90,7 @@ describe('parley_sqlite_commits_total on /metrics', () => {
   const servers: TestServer[] = [];
   afterAll(async () => { await Promise.all(servers.map((s) => s.close())); });
 
-  async function commits(url: string): Promise<Record<string, number>> {
-    const out: Record<string, number> = {};
-    for (const [key, value] of parsePromText(await (await fetch(`${url}/metrics`)).text())) {
-      const level = /^parley_sqlite_commits_total\{synchronous="(\w+)"\}$/.exec(key)?.[1];
-      if (level !== undefined) out[level] = value;
-    }
-    return out;
-  }
+  const commits = (url: string) => labelled(url, 'parley_sqlite_commits_total', 'synchronous');
 
   it('counts the FULL commits of an upload and the NORMAL ones of its chunks', async () => {
     const srv = await startTestServer();

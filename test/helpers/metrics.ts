@@ -1,0 +1,16 @@
+import { parsePromText } from '../../bench/lib/prom-text.js';
+
+/**
+ * The samples of metric `name` on `url`/metrics that have exactly one label, `label`, keyed by that
+ * label's value: e.g. `labelled(url, 'parley_ingest_workers', 'state')` -> `{threads: 2, warm: 0}`.
+ * Parsed with the bench's own Prometheus text parser (bench/lib/prom-text.ts).
+ */
+export async function labelled(url: string, name: string, label: string): Promise<Record<string, number>> {
+  const pattern = new RegExp(`^${name}\\{${label}="([^"]*)"\\}$`);
+  const out: Record<string, number> = {};
+  for (const [key, value] of parsePromText(await (await fetch(`${url}/metrics`)).text())) {
+    const match = pattern.exec(key)?.[1];
+    if (match !== undefined) out[match] = value;
+  }
+  return out;
+}
