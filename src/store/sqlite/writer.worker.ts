@@ -30,21 +30,28 @@ function parseBatch(message: unknown): { id: number; writes: WriteRequest[] } {
 
 const db = new Database(init.file);
 const configuredSync = init.sync as 'FULL' | 'NORMAL';
-const setSync = { FULL: db.prepare('PRAGMA synchronous = FULL'), NORMAL: db.prepare('PRAGMA synchronous = NORMAL') };
-const readSync = db.prepare('PRAGMA synchronous').pluck();
 
 /**
- * Sets the connection's `synchronous` level and returns the level SQLite then reports (1 is NORMAL, 2
- * FULL: https://www.sqlite.org/pragma.html#pragma_synchronous), so each reply says what the commit really
- * used, not what was asked for.
+ * The connection's `synchronous` level as SQLite reports it (1 is NORMAL, 2 FULL:
+ * https://www.sqlite.org/pragma.html#pragma_synchronous). Prepared anew each time (a few µs), like
+ * {@link setSync}: a PRAGMA's code is generated when it is prepared.
  */
-function applySync(level: 'FULL' | 'NORMAL'): 'FULL' | 'NORMAL' {
-  setSync[level].run();
-  return readSync.get() === 1 ? 'NORMAL' : 'FULL';
+function currentSync(): 'FULL' | 'NORMAL' {
+  return db.pragma('synchronous', { simple: true }) === 1 ? 'NORMAL' : 'FULL';
 }
 
-/** The connection's current `synchronous` level: a batch of chunk slices only commits at NORMAL (batchSynchronous). */
-let currentSync = applySync(configuredSync);
+/**
+ * Sets the connection's `synchronous` level. Through `db.pragma`, never a statement prepared once and
+ * run later: SQLite applies a PRAGMA assignment when the statement is prepared, so preparing
+ * `PRAGMA synchronous = NORMAL` ahead of time switched the connection to NORMAL there and then, and
+ * running a prepared `= FULL` later did not reliably switch it back (cc1ef03 prepared both at start:
+ * until the first ingestion, every chat commit of the writer thread skipped its fsync).
+ */
+function setSync(level: 'FULL' | 'NORMAL'): void {
+  db.pragma(`synchronous = ${level}`);
+}
+
+setSync(configuredSync);
 db.pragma('busy_timeout = 5000');
 db.pragma('foreign_keys = ON');
 
@@ -55,12 +62,14 @@ function toWire(err: unknown): WireError {
 
 parentPort!.on('message', (message: unknown) => {
   const batch = parseBatch(message);
-  const sync = batchSynchronous(batch.writes.map((w) => w.op), configuredSync);
-  if (sync !== currentSync) currentSync = applySync(sync);
+  const wanted = batchSynchronous(batch.writes.map((w) => w.op), configuredSync);
+  if (currentSync() !== wanted) setSync(wanted);
+  // What this commit uses, read back from SQLite for every batch: the reply reports the level actually in force.
+  const level = currentSync();
   const result = applyBatch(db, batch.writes.map((w) => () => (CONVERSATION_WRITES[w.op] as (d: Database.Database, a: unknown) => unknown)(db, w.args)));
   const reply: BatchReply = {
     id: batch.id,
-    synchronous: result.committed ? currentSync : undefined,
+    synchronous: result.committed ? level : undefined,
     outcomes: batch.writes.map((_w, i) => {
       const o = result.outcomes[i];
       if (result.committed) return o!.ok ? { ok: true, value: o!.value } : { ok: false, error: toWire(o!.error) };
