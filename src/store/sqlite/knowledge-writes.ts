@@ -63,9 +63,11 @@ export const UNACKNOWLEDGED_WRITES: ReadonlySet<string> = new Set(['chunksPrepar
  * else `configured`. In WAL mode NORMAL skips the commit's fsync of the WAL but never risks corruption;
  * the next FULL commit's fsync makes the skipped frames durable with it, since they lie before its own in
  * the same file (https://www.sqlite.org/pragma.html#pragma_synchronous, https://www.sqlite.org/wal.html).
- * Measured on this project's 2-core machine (2026-11-27), interleaved A/B through the server, 5 runs
- * each: the Node.js docs as the second corpus took 358 ms (median) at FULL and 321 ms this way; the
- * first corpus was within the run-to-run noise (447 and 462 ms). An empty batch keeps `configured`.
+ * Measured on this project's 2-core machine (2026-11-27, after de638fd made the writer thread really
+ * commit chat writes at FULL), 4 interleaved runs each through the server with 2 workers: no difference
+ * clear of the noise (first corpus 628-821 ms this way, 635-808 ms all FULL; second 351-390 and 329-367
+ * ms). The 358 against 321 ms measured before came with that bug: its faster arm committed everything at NORMAL.
+ * An empty batch keeps `configured`.
  */
 export function batchSynchronous(ops: readonly string[], configured: 'FULL' | 'NORMAL'): 'FULL' | 'NORMAL' {
   if (configured === 'NORMAL' || ops.length === 0) return configured;
