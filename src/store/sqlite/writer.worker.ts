@@ -63,9 +63,13 @@ function toWire(err: unknown): WireError {
 parentPort!.on('message', (message: unknown) => {
   const batch = parseBatch(message);
   const wanted = batchSynchronous(batch.writes.map((w) => w.op), configuredSync);
-  if (currentSync() !== wanted) setSync(wanted);
-  // What this commit uses, read back from SQLite for every batch: the reply reports the level actually in force.
-  const level = currentSync();
+  // What this commit uses, read back from SQLite for every batch (once more after a switch): the reply
+  // reports the level actually in force.
+  let level = currentSync();
+  if (level !== wanted) {
+    setSync(wanted);
+    level = currentSync();
+  }
   const result = applyBatch(db, batch.writes.map((w) => () => (CONVERSATION_WRITES[w.op] as (d: Database.Database, a: unknown) => unknown)(db, w.args)));
   const reply: BatchReply = {
     id: batch.id,
