@@ -24,7 +24,6 @@ import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
 import { formatTable, versusBaseline, versusPortkey, writeOutcome, type BenchOutcome, type Row } from './lib/report.js';
-import { SERVER_NODE_FLAGS } from '../src/node-flags.js';
 
 const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   'first-token': firstToken,
@@ -46,7 +45,6 @@ const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...
   its top self-time functions  --levels: stream counts for "streams" (default 100,250,500,1000,1500,2000; smoke 50)
   --parley-env: extra PARLEY_* variables for the Parley server (e.g. PARLEY_SQLITE_SYNCHRONOUS=normal)
   --parley-node-arg: an extra node/V8 argument for the Parley server, repeatable (e.g. --parley-node-arg=--max-semi-space-size=32)
-  --parley-plain-node: start the Parley server without the V8 flags \`npm start\` gives it (src/node-flags.ts), for an A/B
   --quiet-wait S: before each measurement window wait up to S seconds (default 15) until the whole host uses
   <= 0.3 CPU s/s (a shared machine); --no-quiet-gate: don't wait (smoke never waits)`;
 
@@ -58,7 +56,6 @@ async function main(): Promise<number> {
       levels: { type: 'string' },
       'parley-env': { type: 'string', multiple: true },
       'parley-node-arg': { type: 'string', multiple: true },
-      'parley-plain-node': { type: 'boolean', default: false },
       'no-quiet-gate': { type: 'boolean', default: false },
       'quiet-wait': { type: 'string', default: '15' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -89,11 +86,11 @@ async function main(): Promise<number> {
   const ctx: Ctx = {
     root, smoke: values.smoke, levels: levels && levels.length > 0 ? levels : undefined, log,
     quiet: values.smoke || values['no-quiet-gate'] ? undefined : { maxBusyCpuPerS: 0.3, maxWaitMs: Math.max(0, Number(values['quiet-wait'])) * 1000 },
-    parleyNodeArgs: [...(values['parley-plain-node'] ? [] : SERVER_NODE_FLAGS), ...(values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...(values['parley-node-arg'] ?? [])],
+    parleyNodeArgs: [...(values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...(values['parley-node-arg'] ?? [])],
     parleyEnv: Object.fromEntries((values['parley-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
   };
   if (Object.keys(ctx.parleyEnv).length > 0) log(`Parley env overrides: ${JSON.stringify(ctx.parleyEnv)}`);
-  log(`Parley node arguments: ${ctx.parleyNodeArgs.join(' ') || '(none)'}${values['parley-plain-node'] ? ' (--parley-plain-node)' : ''}`);
+  if ((values['parley-node-arg'] ?? []).length > 0) log(`Parley node arguments: ${(values['parley-node-arg'] ?? []).join(' ')}`);
   const all: Row[] = [];
   let failed = 0;
   for (const name of names) {

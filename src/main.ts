@@ -3,7 +3,6 @@ import { fileURLToPath } from 'node:url';
 import { bootstrapIfEmpty, CREDENTIALS_FILE } from './bootstrap/first-run.js';
 import { loadConfig } from './config/config.js';
 import { startParley } from './parley.js';
-import { missingNodeFlags, SERVER_NODE_FLAGS } from './node-flags.js';
 import { installFailurePolicy } from './process-policy.js';
 
 /**
@@ -16,11 +15,6 @@ async function main(): Promise<void> {
   const parley = await startParley(config);
   const { logger } = parley;
   installFailurePolicy(parley.logger, () => parley.close());
-  const missing = missingNodeFlags(process.execArgv);
-  if (missing.length > 0) {
-    // Started as `node dist/src/main.js` rather than `npm start`: it serves, with longer pauses under load.
-    logger.warn({ missing_node_flags: missing, start_with: `node ${SERVER_NODE_FLAGS.join(' ')} dist/src/main.js` }, 'node started without the server\'s V8 flags (src/node-flags.ts): garbage-collection pauses are longer under load');
-  }
 
   // Registered before the (possibly slow) first-run bootstrap, so a SIGTERM always drains.
   let stopping = false;

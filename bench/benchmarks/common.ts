@@ -14,7 +14,7 @@ import type { Summary } from '../lib/stats.js';
 export interface Ctx {
   root: string;
   smoke: boolean;
-  /** node arguments of every Parley server: those of `npm start` (src/node-flags.ts) unless --parley-plain-node, then --cpu-prof and --parley-node-arg. */
+  /** Extra node flags for the Parley server (e.g. --cpu-prof). */
   parleyNodeArgs: string[];
   /** Extra PARLEY_* variables for every Parley server (--parley-env). */
   parleyEnv: Record<string, string>;

@@ -8,7 +8,6 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OPEN_FILES_WANTED } from './proc.js';
-import { SERVER_NODE_FLAGS } from '../../src/node-flags.js';
 
 /** A spawned process the runner owns. */
 export interface Owned {
@@ -205,8 +204,7 @@ export interface ParleyProc extends Owned {
 /**
  * Starts `node dist/src/main.js` on a free port with bootstrap on an empty data dir (and an empty docs
  * dir, so no demo ingestion runs in the background), then waits for initial-credentials.json and
- * /healthz. `env` adds PARLEY_* variables. `nodeArgs` are node's own arguments; by default those of
- * `npm start` (src/node-flags.ts), which a caller that passes its own must include itself.
+ * /healthz. `env` adds PARLEY_* variables.
  */
 export async function startParleyServer(root: string, opts: { upstreamUrl?: string; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<ParleyProc> {
   const dataDir = tempDir('parley-bench-data-');
@@ -219,7 +217,7 @@ export async function startParleyServer(root: string, opts: { upstreamUrl?: stri
     ...(opts.upstreamUrl ? { PARLEY_OPENAI_BASE_URL: opts.upstreamUrl } : {}),
     ...opts.env,
   };
-  const p = spawnNode('parley', join(root, 'dist/src/main.js'), { env, cwd: root, nodeArgs: opts.nodeArgs ?? [...SERVER_NODE_FLAGS] });
+  const p = spawnNode('parley', join(root, 'dist/src/main.js'), { env, cwd: root, ...(opts.nodeArgs ? { nodeArgs: opts.nodeArgs } : {}) });
   const credsFile = join(dataDir, 'data', 'initial-credentials.json');
   const creds = await pollUntil('parley initial-credentials.json', () => {
     if (!existsSync(credsFile)) return undefined;

@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { SERVER_NODE_FLAGS } from '../../src/node-flags.js';
 import { waitFor } from './sse-client.js';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -30,15 +29,14 @@ export interface MainProcess {
 }
 
 /**
- * Starts `node <SERVER_NODE_FLAGS> dist/src/main.js` as `npm start` would (stdout and stderr are pipes, not a terminal),
+ * Starts `node dist/src/main.js` as `npm start` would (stdout and stderr are pipes, not a terminal),
  * on a free port with `dataDir`, and waits for /readyz. `env` overrides PARLEY_* variables
- * (PARLEY_LOG_LEVEL defaults to `warn`); `nodeArgs` replaces node's own arguments (default: `npm start`'s).
- * Throws when the process exits before it is ready.
+ * (PARLEY_LOG_LEVEL defaults to `warn`). Throws when the process exits before it is ready.
  */
-export async function startMain(dataDir: string, env: Record<string, string> = {}, nodeArgs: readonly string[] = SERVER_NODE_FLAGS): Promise<MainProcess> {
+export async function startMain(dataDir: string, env: Record<string, string> = {}): Promise<MainProcess> {
   const port = await freePort();
   let out = '';
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
+  const child = spawn(process.execPath, [MAIN], {
     cwd: root,
     env: { ...process.env, PARLEY_PORT: String(port), PARLEY_HOST: '127.0.0.1', PARLEY_DATA_DIR: dataDir, PARLEY_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
