@@ -95,4 +95,59 @@ describe('StorageLock', () => {
     });
     expect(JSON.parse(storage.getItem('lock')!).id).toBe('other-tab');
   });
+
+  it('by default waits 250 ms before reading its entry back, so a slow copy between tabs is seen', async () => {
+    const storage = memoryStorage();
+    const waits: number[] = [];
+    let entryDuringWait: string | null = null;
+    const tab = new StorageLock(storage, 'lock', {
+      sleep: async (ms) => { waits.push(ms); entryDuringWait = storage.getItem('lock'); },
+    });
+    expect(await tab.run(async () => 'done')).toBe('done');
+    // One wait only (the lock was free): the settle, with this tab's entry already written.
+    expect(waits).toEqual([250]);
+    expect(entryDuringWait).not.toBeNull();
+  });
+
+  it('while another tab holds the lock, retries every pollMs to 1.5 x pollMs, and takes it once the entry expires', async () => {
+    const storage = memoryStorage();
+    let clock = 1_000;
+    storage.setItem('lock', JSON.stringify({ id: 'other-tab', expires: 1_000 + 1_000 }));
+    const polls: number[] = [];
+    const tab = new StorageLock(storage, 'lock', {
+      settleMs: 7, pollMs: 100, now: () => clock,
+      sleep: async (ms) => { if (ms !== 7) polls.push(ms); clock += ms; },
+    });
+    expect(await tab.run(async () => 'mine')).toBe('mine');
+    // 1,000 ms of the other tab's entry at 100-150 ms per poll: between 7 and 10 polls.
+    expect(polls.length).toBeGreaterThanOrEqual(7);
+    expect(polls.length).toBeLessThanOrEqual(10);
+    for (const ms of polls) {
+      expect(ms).toBeGreaterThanOrEqual(100);
+      expect(ms).toBeLessThanOrEqual(150);
+    }
+  });
+
+  it('takes a lock whose entry is not a lock entry (not JSON, or without id and expiry)', async () => {
+    for (const junk of ['not json', '{"id":5,"expires":99999999999999}', '{"id":"x"}', '{"expires":99999999999999}', 'null']) {
+      const storage = memoryStorage();
+      storage.setItem('lock', junk);
+      let sleeps = 0;
+      const tab = new StorageLock(storage, 'lock', { settleMs: 1, pollMs: 1, sleep: async () => { if (++sleeps > 5) throw new Error(`stuck behind ${junk}`); } });
+      expect(await tab.run(async () => junk)).toBe(junk);
+      expect(storage.map.has('lock')).toBe(false);
+    }
+  });
+
+  it('tries again when its entry is gone after the settle, and copes with the work removing the entry', async () => {
+    const storage = memoryStorage();
+    let settles = 0;
+    const tab = new StorageLock(storage, 'lock', {
+      settleMs: 3, pollMs: 1,
+      // The first settle: another tab released and removed the key meanwhile.
+      sleep: async (ms) => { if (ms === 3 && ++settles === 1) storage.removeItem('lock'); },
+    });
+    expect(await tab.run(async () => { storage.removeItem('lock'); return 'ok'; })).toBe('ok');
+    expect(settles).toBe(2);
+  });
 });

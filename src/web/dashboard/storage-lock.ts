@@ -22,7 +22,13 @@ export interface KeyValueStorage {
 export interface StorageLockOptions {
   /** How long an entry holds the lock unless released: the longest the guarded work may take. */
   ttlMs: number;
-  /** Wait between writing the entry and reading it back. */
+  /**
+   * Wait between writing the entry and reading it back, ms (default 250). It must outlast the time a
+   * write of one tab takes to reach the others: Chromium copies localStorage between renderer processes
+   * asynchronously, and with 50 ms two tabs opened at once on a loaded machine (the dashboard's browser
+   * test amid the whole suite, 2026-11-27) both read back their own entry and refreshed with the same
+   * token, which ends the session (refresh token reuse).
+   */
   settleMs: number;
   /** Wait between attempts while another tab holds the lock (plus up to half of it at random). */
   pollMs: number;
@@ -42,7 +48,7 @@ export class StorageLock {
   private readonly opts: StorageLockOptions;
 
   constructor(private readonly storage: KeyValueStorage, private readonly key: string, opts: Partial<StorageLockOptions> = {}) {
-    this.opts = { ttlMs: 20_000, settleMs: 50, pollMs: 100, now: () => Date.now(), sleep: realSleep, ...opts };
+    this.opts = { ttlMs: 20_000, settleMs: 250, pollMs: 100, now: () => Date.now(), sleep: realSleep, ...opts };
   }
 
   /** Runs `fn` while holding the lock, and releases it afterwards (also when `fn` throws). */
