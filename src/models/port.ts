@@ -80,5 +80,21 @@ export type ModelPart =
  */
 export interface ModelProvider {
   readonly name: string;
-  stream(input: ModelTurnInput, signal: AbortSignal, onPart: (part: ModelPart) => void): Promise<void>;
+  stream(input: ModelTurnInput, signal: AbortLike, onPart: (part: ModelPart) => void): Promise<void>;
+}
+
+/** An abort listener: a function, or an object whose `handleEvent` is called (as EventTarget does); no argument is passed. */
+export type AbortListener = (() => void) | { handleEvent(): void };
+
+/**
+ * The part of the DOM `AbortSignal` a model step uses to learn that its turn was stopped: a real
+ * AbortSignal fits it (tests pass one), and so does a turn's lighter TurnAbort
+ * (src/runtime/turn/turn-abort.ts), which a live stream holds instead of an AbortController.
+ * `reason` is what the abort was given; listeners are called once, with no argument.
+ */
+export interface AbortLike {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: 'abort', listener: AbortListener, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: AbortListener): void;
 }

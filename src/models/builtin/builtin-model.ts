@@ -6,7 +6,7 @@
  * key, so the service runs and the tests pass without an upstream.
  */
 import { createHash } from 'node:crypto';
-import type { ModelMessage, ModelPart, ModelProvider, ModelTurnInput, Passage } from '../port.js';
+import type { AbortLike, ModelMessage, ModelPart, ModelProvider, ModelTurnInput, Passage } from '../port.js';
 import { splitSentences } from '../../text/sentences.js';
 import { STOPWORDS } from '../../text/stopwords.js';
 import { contentTerms, stemSet, words } from '../../text/terms.js';
@@ -388,7 +388,7 @@ function compose(input: ModelTurnInput): Composed {
  * Cut `text` to the longest whole-word prefix of at most `max` tokens (o200k_base). Used to honour
  * `maxOutputTokens`; returns the text unchanged when it fits.
  */
-function abortError(signal: AbortSignal): unknown {
+function abortError(signal: AbortLike): unknown {
   if (signal.reason !== undefined) return signal.reason;
   const err = new Error('The operation was aborted.');
   err.name = 'AbortError';
@@ -396,7 +396,7 @@ function abortError(signal: AbortSignal): unknown {
 }
 
 /** Wait `ms` (or one `setImmediate` turn when `ms` <= 0); resolves early when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
+function pause(ms: number, signal: AbortLike): Promise<void> {
   if (ms <= 0) return new Promise((resolve) => setImmediate(resolve));
   return new Promise((resolve) => {
     const onAbort = (): void => {
@@ -450,7 +450,7 @@ export function createBuiltinModel(opts: BuiltinModelOptions = {}): ModelProvide
   const tokens = opts.tokens ?? inProcessTokenCounter;
   return {
     name: 'builtin',
-    async stream(input: ModelTurnInput, signal: AbortSignal, onPart: (part: ModelPart) => void): Promise<void> {
+    async stream(input: ModelTurnInput, signal: AbortLike, onPart: (part: ModelPart) => void): Promise<void> {
       if (signal.aborted) throw abortError(signal);
       const question = lastUserContent(input.messages);
       if (input.tools.some((t) => t.name === HANDOFF_TOOL) && asksForPerson(question)) {

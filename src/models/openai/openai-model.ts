@@ -9,6 +9,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { AppError } from '../../errors/app-error.js';
 import type {
+  AbortLike,
   ModelFinishReason,
   ModelMessage,
   ModelPart,
@@ -158,7 +159,7 @@ interface StreamContext {
 }
 
 /** The reason an aborted signal carries, or a standard AbortError when it has none. */
-function abortReason(signal: AbortSignal): unknown {
+function abortReason(signal: AbortLike): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
@@ -166,7 +167,7 @@ function abortReason(signal: AbortSignal): unknown {
  * One step on undici's dispatch handler API: no Readable stream and no async iteration per token, so a
  * token costs one parse and one synchronous `onPart` call inside the socket's data callback.
  */
-function streamStep(ctx: StreamContext, input: ModelTurnInput, signal: AbortSignal, onPart: (part: ModelPart) => void): Promise<void> {
+function streamStep(ctx: StreamContext, input: ModelTurnInput, signal: AbortLike, onPart: (part: ModelPart) => void): Promise<void> {
   if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise<void>((resolve, reject) => {
     new StreamStep(ctx, input, signal, onPart, resolve, reject).start();
@@ -201,7 +202,7 @@ class StreamStep implements Dispatcher.DispatchHandler {
   constructor(
     private readonly ctx: StreamContext,
     private readonly input: ModelTurnInput,
-    private readonly signal: AbortSignal,
+    private readonly signal: AbortLike,
     private readonly onPart: (part: ModelPart) => void,
     private readonly resolve: () => void,
     private readonly reject: (err: unknown) => void,

@@ -360,7 +360,7 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
         output = { error: 'HTTP tools are not available on this server' };
         isError = true;
       } else {
-        const outcome = await runHttpTool(httpTool, call.arguments, { ...deps.httpTools, signal: turn.signal });
+        const outcome = await runHttpTool(httpTool, call.arguments, { ...deps.httpTools, signal: turn.cancellation.toSignal() });
         output = outcome.output;
         isError = outcome.is_error;
         run = { kind: 'http', status: outcome.status, http_status: outcome.http_status, error: outcome.error, response_bytes: outcome.response_bytes };

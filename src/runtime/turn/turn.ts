@@ -16,10 +16,11 @@
  * - The model context below (messages, passages, text, tool runs, usage) is written only by the runner.
  */
 import type { CancelReason, TurnOutput } from '../../../actors/turn/turn.types.js';
-import type { ModelMessage, Passage } from '../../models/port.js';
+import type { AbortLike, ModelMessage, Passage } from '../../models/port.js';
 import type { AgentRecord } from '../../store/records.js';
 import type { StreamEvent } from '../../vocabulary/stream-event.js';
 import type { ToolRun, Usage } from '../../vocabulary/turn.js';
+import { TurnAbort } from './turn-abort.js';
 import type { TurnChannel } from './turn-channel.js';
 
 /**
@@ -54,8 +55,11 @@ export class Turn {
   readonly question: string;
   readonly newConversation: boolean;
   readonly channel: TurnChannel;
-  /** Aborts the model call and tools: `CANCELLED` (client cancel) or an AppError (shutdown, crash). */
-  readonly controller = new AbortController();
+  /**
+   * Aborts the model call and tools: `CANCELLED` (client cancel), `HANDED_OFF`, or an AppError (shutdown,
+   * crash). A TurnAbort, not an AbortController: a live stream holds it all its life (turn-abort.ts).
+   */
+  readonly cancellation = new TurnAbort();
 
   /** Model context: instructions, history and this turn's question, grown by the tool loop. */
   messages: ModelMessage[] = [];
@@ -101,8 +105,9 @@ export class Turn {
     release?.();
   }
 
-  get signal(): AbortSignal {
-    return this.controller.signal;
+  /** The turn's abort signal, for the model call (src/models/port.ts `AbortLike`). */
+  get signal(): AbortLike {
+    return this.cancellation;
   }
 
   /** True once the turn ended (terminal event emitted) or was withdrawn. */
@@ -130,12 +135,12 @@ export class Turn {
    * starts (its reply is then empty). Idempotent: the first reason wins.
    */
   cancel(reason: CancelReason = 'client'): void {
-    if (!this.controller.signal.aborted) this.controller.abort(reason === 'handoff' ? HANDED_OFF : CANCELLED);
+    this.cancellation.abort(reason === 'handoff' ? HANDED_OFF : CANCELLED);
   }
 
   /** Aborts the turn with `reason` (an AppError: shutdown, crash); the runner stores a failed reply. */
   abort(reason: unknown): void {
-    if (!this.controller.signal.aborted) this.controller.abort(reason);
+    this.cancellation.abort(reason);
   }
 
   /**
@@ -145,6 +150,6 @@ export class Turn {
   withdraw(reason: string): void {
     if (this.ended) return;
     this.withdrawnBecause = reason;
-    this.controller.abort(new Error(`turn withdrawn: ${reason}`));
+    this.cancellation.abort(new Error(`turn withdrawn: ${reason}`));
   }
 }
