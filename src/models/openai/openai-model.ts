@@ -8,6 +8,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { AppError } from '../../errors/app-error.js';
+import { Utf8ChunkDecoder } from './utf8-chunks.js';
 import type {
   AbortLike,
   ModelFinishReason,
@@ -196,7 +197,7 @@ class StreamStep implements Dispatcher.DispatchHandler {
   private errorBody = '';
   private errorBytes = 0;
   private readonly acc: StepAccumulator;
-  private readonly decoder = new TextDecoder('utf-8');
+  private readonly decoder = new Utf8ChunkDecoder();
   private readonly parser: EventSourceParser;
 
   constructor(
@@ -313,14 +314,14 @@ class StreamStep implements Dispatcher.DispatchHandler {
     this.lastActivity = now;
     const status = this.status;
     if (status < 200 || status > 299) {
-      if (this.errorBytes < MAX_ERROR_BODY) this.errorBody += this.decoder.decode(chunk.subarray(0, MAX_ERROR_BODY - this.errorBytes), { stream: true });
+      if (this.errorBytes < MAX_ERROR_BODY) this.errorBody += this.decoder.decode(chunk.subarray(0, MAX_ERROR_BODY - this.errorBytes));
       this.errorBytes += chunk.byteLength;
       return;
     }
     const acc = this.acc;
     if (acc.done) return; // after [DONE]: the rest is drained unread so the socket goes back to the pool
     acc.chunkAt = now;
-    this.parser.feed(this.decoder.decode(chunk, { stream: true }));
+    this.parser.feed(this.decoder.decode(chunk));
     if (!this.deliver()) return;
     if (acc.failure) {
       this.ctx.logger?.warn({ model: this.input.model }, 'model upstream stream was malformed');
@@ -332,7 +333,7 @@ class StreamStep implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     const status = this.status;
     if (status < 200 || status > 299) {
-      const upstreamMessage = redact(extractErrorMessage(this.errorBody + this.decoder.decode()), this.ctx.apiKey).slice(0, MAX_UPSTREAM_MESSAGE);
+      const upstreamMessage = redact(extractErrorMessage(this.errorBody + this.decoder.end()), this.ctx.apiKey).slice(0, MAX_UPSTREAM_MESSAGE);
       this.ctx.logger?.warn({ model: this.input.model, status }, 'model upstream returned an error status');
       this.finish(new AppError('model_unavailable', `Model upstream returned HTTP ${status}${upstreamMessage ? `: ${upstreamMessage}` : '.'}`));
       return;
