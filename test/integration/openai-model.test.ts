@@ -432,6 +432,30 @@ describe('openai provider against a misbehaving upstream', () => {
               'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]}\n\n' +
               'data: {"choices":[{"index":0,"delta":{},"finish_reason":"function_call"}]}\n\n',
           );
+        } else if (req.url === '/split-bytes/v1/chat/completions') {
+          // A BOM, CRLF line ends, a comment, and every byte in its own write: multi-byte characters and
+          // CR/LF pairs arrive cut in two.
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          const body = Buffer.from(
+            '\ufeff: hello\r\n\r\n' +
+              'data: {"choices":[{"index":0,"delta":{"content":"héllo "}}]}\r\n\r\n' +
+              'data: {"choices":[{"index":0,"delta":{"content":"€ 😀"},"finish_reason":"stop"}]}\r\n\r\n' +
+              'data: [DONE]\r\n\r\n',
+          );
+          res.flushHeaders();
+          let at = 0;
+          const next = () => {
+            if (at === body.length) { res.end(); return; }
+            res.write(body.subarray(at, at + 1));
+            at++;
+            setImmediate(next);
+          };
+          next();
+        } else if (req.url === '/oversized/v1/chat/completions') {
+          // A data line that never ends: 9 MB, past the 8 MiB bound of a buffered SSE event.
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write('data: {"choices":[{"index":0,"delta":{"content":"ok"}}]}\n\ndata: ');
+          res.end('x'.repeat(9 * 1024 * 1024));
         } else {
           res.writeHead(404).end();
         }
@@ -452,6 +476,29 @@ describe('openai provider against a misbehaving upstream', () => {
       const { parts, error } = await collectUntilError(p, turn('x', [{ role: 'user', content: 'hi' }]));
       expect(textOf(parts)).toBe('ok');
       expect((error as AppError).code).toBe('model_unavailable');
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('reads a stream sent a byte at a time, with a BOM, CRLF line ends and multi-byte characters cut in two', async () => {
+    const p = createOpenAIProvider({ baseUrl: `${base}/split-bytes/v1`, timeoutMs: 5_000 });
+    try {
+      const parts = await collect(p, turn('x', [{ role: 'user', content: 'hi' }]));
+      expect(textOf(parts)).toBe('héllo € 😀');
+      expect(parts.at(-1)).toEqual({ type: 'finish', reason: 'stop' });
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('fails with model_unavailable on an SSE line past the 8 MiB bound, after the deltas before it', async () => {
+    const p = createOpenAIProvider({ baseUrl: `${base}/oversized/v1`, timeoutMs: 5_000 });
+    try {
+      const { parts, error } = await collectUntilError(p, turn('x', [{ role: 'user', content: 'hi' }]));
+      expect(textOf(parts)).toBe('ok');
+      expect((error as AppError).code).toBe('model_unavailable');
+      expect((error as AppError).message).toBe('Model upstream sent an oversized SSE event.');
     } finally {
       await p.close();
     }
