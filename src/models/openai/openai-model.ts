@@ -172,7 +172,7 @@ function abortReason(signal: AbortLike): unknown {
 function streamStep(ctx: StreamContext, input: ModelTurnInput, signal: AbortLike, onPart: (part: ModelPart) => void): Promise<void> {
   if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise<void>((resolve, reject) => {
-    new StreamStep(ctx, input, signal, onPart, resolve, reject).start();
+    new StreamStep(ctx, input.model, signal, onPart, resolve, reject).start(input);
   });
 }
 
@@ -204,7 +204,8 @@ class StreamStep implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly ctx: StreamContext,
-    private readonly input: ModelTurnInput,
+    /** The model's name (for the log): a live stream keeps this, not its whole input. */
+    private readonly model: string,
     private readonly signal: AbortLike,
     private readonly onPart: (part: ModelPart) => void,
     private readonly resolve: () => void,
@@ -213,14 +214,14 @@ class StreamStep implements Dispatcher.DispatchHandler {
     this.acc = new StepAccumulator(ctx.apiKey);
   }
 
-  /** Listens for the abort, arms the idle timer and dispatches the request. */
-  start(): void {
+  /** Listens for the abort, arms the idle timer and dispatches the request for `input`. */
+  start(input: ModelTurnInput): void {
     this.signal.addEventListener('abort', this, { once: true });
     // Idle timer, lazily re-armed: data only stamps `lastActivity`; the timer checks it when it fires.
     this.timer = setTimeout(idleTimerFired, this.ctx.timeoutMs, this);
     const ctx = this.ctx;
     try {
-      const json = JSON.stringify(buildRequest(this.input));
+      const json = JSON.stringify(buildRequest(input));
       if (json.length <= RETAINED_BODY_MAX_CHARS) {
         ctx.pool.dispatch({ path: ctx.path, method: 'POST', headers: ctx.headers, body: json }, this);
       } else {
@@ -248,7 +249,7 @@ class StreamStep implements Dispatcher.DispatchHandler {
       this.timer = setTimeout(idleTimerFired, timeoutMs - idle, this);
       return;
     }
-    this.ctx.logger?.warn({ model: this.input.model, timeoutMs }, 'model upstream idle timeout');
+    this.ctx.logger?.warn({ model: this.model, timeoutMs }, 'model upstream idle timeout');
     this.fail(new AppError('model_timeout', `Model upstream sent nothing for ${timeoutMs} ms.`));
   }
 
@@ -321,7 +322,7 @@ class StreamStep implements Dispatcher.DispatchHandler {
     }
     if (!this.deliver()) return;
     if (acc.failure) {
-      this.ctx.logger?.warn({ model: this.input.model }, 'model upstream stream was malformed');
+      this.ctx.logger?.warn({ model: this.model }, 'model upstream stream was malformed');
       this.fail(acc.failure);
     }
   }
@@ -331,7 +332,7 @@ class StreamStep implements Dispatcher.DispatchHandler {
     const status = this.status;
     if (status < 200 || status > 299) {
       const upstreamMessage = redact(extractErrorMessage(this.errorBody + this.decoder.end()), this.ctx.apiKey).slice(0, MAX_UPSTREAM_MESSAGE);
-      this.ctx.logger?.warn({ model: this.input.model, status }, 'model upstream returned an error status');
+      this.ctx.logger?.warn({ model: this.model, status }, 'model upstream returned an error status');
       this.finish(new AppError('model_unavailable', `Model upstream returned HTTP ${status}${upstreamMessage ? `: ${upstreamMessage}` : '.'}`));
       return;
     }
@@ -340,7 +341,7 @@ class StreamStep implements Dispatcher.DispatchHandler {
       // Body ended without [DONE]: complete only if the choice had finished.
       const tail = acc.endOfBody();
       if (tail === undefined) {
-        this.ctx.logger?.warn({ model: this.input.model }, 'model upstream stream ended before finishing');
+        this.ctx.logger?.warn({ model: this.model }, 'model upstream stream ended before finishing');
         this.finish(new AppError('model_unavailable', 'Model upstream ended the stream before finishing.'));
         return;
       }
@@ -356,7 +357,7 @@ class StreamStep implements Dispatcher.DispatchHandler {
     // A stream that already delivered its finish part is complete, whatever happens to the socket.
     if (this.acc.done) { this.finish(); return; }
     const code = errorCode(err);
-    this.ctx.logger?.warn({ model: this.input.model, code }, 'model upstream connection failed');
+    this.ctx.logger?.warn({ model: this.model, code }, 'model upstream connection failed');
     this.finish(new AppError('model_unavailable', `Model upstream connection failed (${code}).`, { cause: err }));
   }
 }

@@ -21,6 +21,9 @@ export interface TurnRegistryOptions {
  * (`perTurn`, `maxRetainedChars`).
  */
 export class TurnRegistry {
+  /** Every channel's end callback: one function for all of them, not a closure per live turn. */
+  private readonly channelEnded = (channel: TurnChannel): void => this.ended(channel);
+
   private readonly running = new Map<string, Turn>();
   /** Finished channels in the order they ended (Map keeps insertion order: oldest first). */
   private readonly finished = new Map<string, TurnChannel>();
@@ -33,7 +36,7 @@ export class TurnRegistry {
 
   /** A channel for a new turn, wired to move the turn to "finished" when its terminal event is emitted. */
   channelFor(turnId: string, conversationId: string, orgId: string): TurnChannel {
-    return new TurnChannel(turnId, conversationId, orgId, this.opts.perTurn, (ch) => this.ended(ch));
+    return new TurnChannel(turnId, conversationId, orgId, this.opts.perTurn, this.channelEnded);
   }
 
   /** Registers a running turn. */

@@ -183,11 +183,15 @@ const WITHDRAWN = { type: 'api_error', code: 'internal_error', message: 'The tur
  */
 export function startTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<TurnOutput> {
   if (turn.run !== undefined) return turn.run;
-  const run = runSteps(turn, maxSteps, deps).finally(() => turn.setupDone());
+  const run = runSteps(turn, maxSteps, deps);
   turn.run = run;
   return run;
 }
 
+/**
+ * Steps 1 to 4, then frees the turn's admission slot if the model was never called. One async function
+ * for the whole turn, not a chain (`.finally` here would keep one more promise and closure per live stream).
+ */
 async function runSteps(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<TurnOutput> {
   let finishReason: FinishReason;
   try {
@@ -202,6 +206,8 @@ async function runSteps(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Pro
     const error = turnErrorOf(err);
     await fail(turn, error, deps);
     return { turnId: turn.id, outcome: 'failed', error };
+  } finally {
+    turn.setupDone();
   }
   return { turnId: turn.id, outcome: 'succeeded', finishReason };
 }

@@ -10,8 +10,8 @@ export interface Exchange {
   res: HttpResponse;
   /** The client went away, or the response was ended: `res` must not be touched again. */
   closed: boolean;
-  /** Called once when the client goes away while the response is still open (streams unsubscribe). */
-  onAbort: (() => void) | undefined;
+  /** Told once when the client goes away while the response is still open (streams unsubscribe). */
+  onAbort: { clientGone(): void } | undefined;
   /** `performance.now()` when the request arrived, ms. */
   startedAt: number;
   req: HttpRequest;

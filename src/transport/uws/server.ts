@@ -15,8 +15,11 @@ import { releaseRequest, type Exchange } from './exchange.js';
 import { loadUws } from './native.js';
 import { readRequestHead } from './request-head.js';
 import { Responder } from './responder.js';
-import { openSseResponse } from './sse-response.js';
+import { openSseResponse, type SseResponseHooks } from './sse-response.js';
 import { registerWebSockets, type WebSocketRegistry } from './websocket.js';
+
+/** The `detach` of a stream not attached yet. */
+function noDetach(): void {}
 
 export interface UwsServerOptions {
   host: string;
@@ -90,6 +93,28 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
     return true;
   }
 
+  /**
+   * How a streaming response ends, as one object per live stream rather than closures over `stream`'s
+   * scope: it finished (SseResponseHooks.onFinished) or its client went away (Exchange.onAbort).
+   */
+  class StreamEnding implements SseResponseHooks {
+    /** Unsubscribes the response from its turn's channel; set once the response is attached. */
+    detach: () => void = noDetach;
+
+    constructor(private readonly ex: Exchange, private readonly turnId: string) {}
+
+    onFinished(extra: Record<string, unknown>): void {
+      open.delete(this.ex);
+      responder.finishLog(this.ex, extra);
+    }
+
+    clientGone(): void {
+      open.delete(this.ex);
+      this.detach();
+      responder.finishLog(this.ex, { turn_id: this.turnId, closed: 'client' });
+    }
+  }
+
   function stream(ex: Exchange, result: Extract<HttpResult, { kind: 'sse' }>): void {
     if (ex.closed) return;
     const turnId = result.channel.turnId;
@@ -97,21 +122,15 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
       responder.sendStreamHead(ex, turnId);
       return;
     }
-    let detach: () => void = () => {};
+    const ending = new StreamEnding(ex, turnId);
     // One cork: the status, the headers and the events the turn already has (at least its `conversation`
     // event, often the first tokens) leave in one write.
     ex.res.cork(() => {
-      const sink = openSseResponse(ex, turnId, {
-        onFinished: (extra) => { open.delete(ex); responder.finishLog(ex, extra); },
-      });
+      const sink = openSseResponse(ex, turnId, ending);
       open.add(ex);
-      detach = opts.sse.attach(sink, result.channel, result.afterSeq);
+      ending.detach = opts.sse.attach(sink, result.channel, result.afterSeq);
     });
-    ex.onAbort = () => {
-      open.delete(ex);
-      detach();
-      responder.finishLog(ex, { turn_id: turnId, closed: 'client' });
-    };
+    ex.onAbort = ending;
     releaseRequest(ex.req);
   }
 
@@ -138,7 +157,7 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
     res.onAborted(() => {
       const wasOpen = !ex.closed;
       ex.closed = true;
-      if (wasOpen) ex.onAbort?.();
+      if (wasOpen) ex.onAbort?.clientGone();
     });
 
     if (head.problem !== undefined) {
