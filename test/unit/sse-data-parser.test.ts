@@ -80,7 +80,8 @@ describe('SseDataParser', () => {
     parser.feed('data: 1234\n', sink); // 4 characters of data held
     parser.feed('data: ', sink); // + a partial line of 6: 10, at the bound
     expect(() => parser.feed('x', sink)).toThrow(SseEventTooLarge); // 11
-    parser.feed('\ndata: ok\n\n', sink);
+    // Nothing of the partial line or of the held data is left: the next line starts afresh.
+    parser.feed('data: ok\n\n', sink);
     expect(out).toEqual(['ok']);
     expect(() => new SseDataParser(4).feed('data: 12345', sink)).toThrow('longer than 4 characters');
     // Exactly at the bound is fine.
