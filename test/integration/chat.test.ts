@@ -535,11 +535,17 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     const startNew = chat.supervisor.startNew;
     const agent = await createAgent(srv, { name: 'No actor bot', model: { provider: 'openai', name: 'mock-no-actor' } });
     chat.supervisor.startNew = () => { throw new Error('actor creation failed (test)'); };
+    // The commit of the new conversation starts 100 ms late, so the 500 must wait for it: answered before it,
+    // the conversation listed below would not exist yet.
+    const conversations = srv.parley.store.conversations;
+    const start = conversations.start;
+    conversations.start = (...args) => new Promise<void>((resolve) => setTimeout(resolve, 100)).then(() => start.apply(conversations, args));
     let r: Response;
     try {
       r = await chatOnce(srv, agent, { message: 'will this be answered?' });
     } finally {
       chat.supervisor.startNew = startNew;
+      conversations.start = start;
     }
     expect(r.status).toBe(500);
     expect(((await r.json()) as Json).error).toMatchObject({ code: 'internal_error', message: 'The conversation could not take its first message; send it again.' });
