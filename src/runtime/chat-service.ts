@@ -252,7 +252,7 @@ export class ChatService {
         // The commit of the conversation and its message left before the actor was asked for: the error goes
         // out once it has settled, so what the client then reads (the conversation, its unanswered message)
         // is what stays. Whether it committed or not, the answer is the same 500.
-        await stored.then(noop, noop);
+        await stored.catch(() => {});
         throw new AppError('internal_error', 'The conversation could not take its first message; send it again.');
       }
     } else {
@@ -391,9 +391,6 @@ export function visitorTokenMatches(conversation: ConversationRecord, token: str
   if (conversation.visitor_token_hash === null || token === undefined || !isOpaqueToken(token, 'vt')) return false;
   return digestsEqual(hashOpaqueToken(token), conversation.visitor_token_hash);
 }
-
-/** Does nothing (settles a promise whose outcome is not needed). */
-function noop(): void {}
 
 /**
  * Resolves in the event loop's check phase, after the `setImmediate` callbacks queued before it: undici
