@@ -128,10 +128,12 @@ export async function firstToken(ctx: Ctx): Promise<BenchOutcome> {
       const s = Object.fromEntries(TARGETS.map((t) => [t, pt[t].ttft])) as Record<TargetName, Summary>;
       const errors = Object.fromEntries(TARGETS.map((t) => [t, r.perTarget[t] ? pt[t].errors.total + pt[t].unfinished : Number.NaN])) as Record<TargetName, number>;
       const cpuPerReq = (t: TargetName) => (pt[t].ok > 0 ? ((pt[t].cpuS.server ?? Number.NaN) / pt[t].ok) * 1000 : null);
+      const mainCpuPerReq = (t: TargetName) => (pt[t].ok > 0 ? ((pt[t].cpuS.serverMain ?? Number.NaN) / pt[t].ok) * 1000 : null);
       const extra: Row[] = [
         { bench, metric: `${l.label} typed refusals (503 overloaded)`, unit: 'count', better: 'none', ...perTarget((t) => (r.perTarget[t] ? pt[t].refused : null)) },
         { bench, metric: `${l.label} achieved mean in-flight`, unit: 'streams', better: 'none', ...perTarget((t) => pt[t].inFlight.mean) },
         { bench, metric: `${l.label} server CPU per stream`, unit: 'ms', better: 'lower', ...perTarget(cpuPerReq) },
+        { bench, metric: `${l.label} server CPU per stream, event-loop thread`, unit: 'ms', better: 'lower', ...perTarget(mainCpuPerReq) },
         { bench, metric: `${l.label} load-generator CPU`, unit: 's', better: 'none', ...perTarget((t) => pt[t].cpuS.loadgen) },
         { bench, metric: `${l.label} load-generator send lag p99`, unit: 'ms', better: 'none', ...perTarget((t) => pt[t].sendLag.p99) },
         { bench, metric: `${l.label} host CPU used outside the measured processes`, unit: 's', better: 'none', ...perTarget((t) => pt[t].cpuS.others) },

@@ -4,7 +4,7 @@
  * back summaries (percentiles computed here), never raw samples. Every loop is bounded in count and time.
  */
 import { buildTarget, Conn, ConnPool, isTypedRefusal, type Exchange, type ExchangeResult, type Target, type TargetSpec } from './raw-client.js';
-import { cpuSeconds, hostBusySeconds, tcpCounters, tcpDelta, waitForQuietHost, type QuietGate } from './proc.js';
+import { cpuSeconds, hostBusySeconds, mainThreadCpuSeconds, tcpCounters, tcpDelta, waitForQuietHost, type QuietGate } from './proc.js';
 import { scrapeWindow } from './scrape.js';
 import { Samples, summarize, type Summary } from './stats.js';
 import { pushCheck, pushClose, pushListen, pushRun, wsCheck, wsClose, wsOpen, wsStreams, type WsJob } from './ws-load.js';
@@ -67,6 +67,10 @@ export interface OpenLoopTarget {
   windowS: number; wallS: number;
   /** Time spent waiting for a quiet host before the windows (ms), and windows started on a busy host anyway. */
   quietWaitMs: number; busyStarts: number;
+  /**
+   * CPU seconds over the windows, by process name of `cpuPids` (`server`, `mock`, `loadgen`), plus
+   * `serverMain` (the server's event-loop thread alone, part of `server`) and `others` (the rest of the host).
+   */
   cpuS: Record<string, number>;
   inFlight: { mean: number; max: number }; unfinished: number; prewarmed: number;
   tcp: { listenOverflows: number; synRetrans: number; retransSegs: number };
@@ -299,13 +303,15 @@ async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenL
   for (let round = 0; round < job.rounds; round++) {
     for (let k = 0; k < targets.length; k++) {
       const t = targets[(round + k) % targets.length]!;
-      const pids = { ...(job.cpuPids[t.name] ?? {}), loadgen: process.pid };
+      const pids: Record<string, number> = { ...(job.cpuPids[t.name] ?? {}), loadgen: process.pid };
       if (job.quiet) {
         const q = await waitForQuietHost(job.quiet);
         perTarget[t.name]!.quietWaitMs += q.waitedMs;
         if (!q.quiet) perTarget[t.name]!.busyStarts++;
       }
       const cpu0 = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, cpuSeconds(pid)]));
+      const serverPid = pids.server;
+      const main0 = serverPid === undefined ? Number.NaN : mainThreadCpuSeconds(serverPid);
       const host0 = hostBusySeconds();
       const tcp0 = tcpCounters();
       const w = await openLoopWindow(t, job, sinks.get(t.name)!);
@@ -318,6 +324,8 @@ async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenL
         if (!counted.has(pid) && Number.isFinite(d)) ours += d;
         counted.add(pid);
       }
+      // The server's event-loop thread alone (part of `server`, so not added to `ours` again).
+      if (serverPid !== undefined) r.cpuS.serverMain = (r.cpuS.serverMain ?? 0) + (mainThreadCpuSeconds(serverPid) - main0);
       // Everything else the host ran meanwhile (other sessions on a shared machine, idle rig processes).
       r.cpuS.others = (r.cpuS.others ?? 0) + Math.max(0, hostBusySeconds() - host0 - ours);
       r.requests += w.requests;

@@ -30,8 +30,24 @@ export function cpuSeconds(pid: number): number {
 
 /** User and system CPU seconds (utime, stime of /proc/<pid>/stat); NaN when the process is gone. */
 export function cpuTimes(pid: number): { user: number; sys: number } {
+  return statTimes(`/proc/${pid}/stat`);
+}
+
+/**
+ * CPU seconds (user + system) of the process's main thread alone (/proc/<pid>/task/<pid>/stat: on Linux
+ * the main thread's id is the process id); NaN when the process is gone. For a Node server that is the
+ * event loop's thread: the process total minus this is what its worker threads (Parley's SQLite writer,
+ * ingestion workers) and V8's helper threads (concurrent GC and compilation) used.
+ */
+export function mainThreadCpuSeconds(pid: number): number {
+  const t = statTimes(`/proc/${pid}/task/${pid}/stat`);
+  return t.user + t.sys;
+}
+
+/** utime and stime of a /proc stat file, seconds; NaN when unreadable. */
+function statTimes(file: string): { user: number; sys: number } {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(file, 'utf8');
     // Fields after the command name (which may hold spaces and parentheses): state is field 3.
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return { user: Number(rest[11]) / clkTck(), sys: Number(rest[12]) / clkTck() };
