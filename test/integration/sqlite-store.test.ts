@@ -14,6 +14,8 @@ import { GroupCommit } from '../../src/store/sqlite/group-commit.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { Bm25Searcher, toChunkHit, type Bm25Search } from '../../src/store/sqlite/knowledge-search.js';
 import { createMainThreadReader, createWorkerReader } from '../../src/store/sqlite/reader.js';
+import { createKnowledge } from '../../src/store/sqlite/knowledge.js';
+import { createWorkerWriter, type ConversationWriter } from '../../src/store/sqlite/writer.js';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { DocumentRecord, NewChunk } from '../../src/store/records.js';
@@ -311,20 +313,34 @@ describe('sqlite: completeDocument in slices', () => {
   });
 
   it('slices by chunk count and by characters: a slice never holds more than the configured chunks', async () => {
-    const { s } = await withDocument({ chunkSliceChunks: 5 });
-    const seen: number[] = [];
-    let last = 0;
-    const done = s.knowledge.completeDocument('doc_1', chunks(23, 'wombat'), T1);
-    let settled = false;
-    void done.finally(() => { settled = true; });
-    while (!settled) {
-      const n = chunkRows(s.db, 'doc_1');
-      if (n !== last) { seen.push(n - last); last = n; }
-      await tick();
-    }
-    expect(await done).toBe(true);
-    expect(seen.reduce((a, b) => a + b, 0)).toBe(23);
-    expect(Math.max(...seen)).toBeLessThanOrEqual(5);
+    // The slices are recorded as the real writer thread receives them. (Polling the table between event-loop
+    // turns could not tell them apart: the writer thread may commit the next slice before the poll runs.)
+    const dir = tempDir();
+    const file = join(dir, 'parley.db');
+    const db = openDatabase(file, 'FULL');
+    const inner = createWorkerWriter(file, 'FULL');
+    closers.push(async () => { await inner.close(); db.close(); });
+    const slices: number[] = [];
+    const writer: ConversationWriter = {
+      ...inner,
+      run: (op, args) => {
+        if (op === 'chunksInsert') slices.push((args as { chunks: NewChunk[] }).chunks.length);
+        return inner.run(op, args);
+      },
+    };
+    const k = createKnowledge(db, writer, { chunkSliceChunks: 5, reader: createMainThreadReader(db) });
+    await k.createBase({ id: 'kb_1', org_id: 'org_A', name: 'kb', created_at: T0 });
+    await k.createDocument(doc('doc_1'), 'raw');
+    expect(await k.completeDocument('doc_1', chunks(23, 'wombat'), T1)).toBe(true);
+    expect(slices).toEqual([5, 5, 5, 5, 3]);
+    expect(chunkRows(db, 'doc_1')).toBe(23);
+    // By characters: 40,000-character chunks, so two fit in a slice of 96,000 characters and a third does not.
+    slices.length = 0;
+    const big = Array.from({ length: 5 }, (_, i) => ({ ord: i, heading: '', text: `kangaroo ${i} `.padEnd(40_000, 'x') }));
+    expect(await k.completeDocument('doc_1', big, T1)).toBe(true);
+    expect(slices).toEqual([2, 2, 1]);
+    expect(chunkRows(db, 'doc_1')).toBe(5);
+    k.stop();
     expect(() => store(tempDir(), { chunkSliceChunks: 0 })).toThrow(/chunkSliceChunks must be an integer >= 1/);
   });
 
