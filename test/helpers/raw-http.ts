@@ -14,9 +14,10 @@ export interface RawExchange {
 
 /**
  * Opens a TCP connection to `port`, writes `bytes`, and collects what comes back until the server
- * closes the socket or `timeoutMs` passes (then the client closes it).
+ * closes the socket or `timeoutMs` passes (then the client closes it). An array is written piece by
+ * piece, `gapMs` apart (Nagle off), so the server reads them separately, as it would across a network.
  */
-export function sendRaw(port: number, bytes: string | Buffer, timeoutMs = 1500): Promise<RawExchange> {
+export function sendRaw(port: number, bytes: string | Buffer | Array<string | Buffer>, timeoutMs = 1500, gapMs = 40): Promise<RawExchange> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
     const chunks: Buffer[] = [];
@@ -31,7 +32,11 @@ export function sendRaw(port: number, bytes: string | Buffer, timeoutMs = 1500):
       resolve({ text, ended, status: m ? Number(m[1]) : undefined });
     };
     const timer = setTimeout(() => finish('timeout'), timeoutMs);
-    socket.on('connect', () => socket.write(bytes));
+    socket.on('connect', () => {
+      if (!Array.isArray(bytes)) { socket.write(bytes); return; }
+      socket.setNoDelay(true);
+      bytes.forEach((piece, i) => setTimeout(() => { if (!settled) socket.write(piece); }, i * gapMs));
+    });
     socket.on('data', (d) => chunks.push(d));
     socket.on('end', () => finish('closed'));
     socket.on('close', () => finish('closed'));
