@@ -13,7 +13,8 @@ import { createWorkerTokenCounter } from './models/token-counter.js';
 import { AgentDirectory } from './runtime/agent-directory.js';
 import { ChatService } from './runtime/chat-service.js';
 import { EventBus } from './events/event-bus.js';
-import { Outbox } from './events/outbox.js';
+import { Outbox, type StoredEvent } from './events/outbox.js';
+import { messageCreated } from './runtime/webhooks/event-data.js';
 import { DEFAULT_RETRY_SCHEDULE_MS } from '../actors/webhook-endpoint/retry.rules.js';
 import { WebhookDispatcher } from './runtime/webhooks/dispatcher.js';
 import { UsageService } from './runtime/services/usage.js';
@@ -169,7 +170,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   });
   // Before recovery: events that recovery writes (document.failed) find their endpoints.
   await dispatcher.start();
-  await recover(store, knowledge, logger);
+  await recover(store, knowledge, outbox, logger);
   const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
   const dashboard = loadDashboard(config.dashboardDir);
   if (!dashboard.available) logger.warn({ dir: config.dashboardDir }, 'the dashboard is not built (npm run build): /dashboard answers 404');
@@ -243,10 +244,18 @@ export const INTERRUPTED = {
 /**
  * Start-up recovery, before the server listens (nothing a client was told about is lost, and nothing is
  * left hanging): every turn with a stored visitor message and no agent reply gets a failed reply with
- * code `interrupted`, and every document left `processing` is ingested again from its stored upload.
+ * code `interrupted`, stored with its `message.created` webhook event like any other reply (docs/webhooks.md),
+ * and every document left `processing` is ingested again from its stored upload.
  */
-async function recover(store: Store, knowledge: KnowledgeService, logger: Logger): Promise<void> {
-  const interrupted = await store.conversations.failInterruptedTurns(INTERRUPTED, new Date().toISOString());
+async function recover(store: Store, knowledge: KnowledgeService, outbox: Outbox, logger: Logger): Promise<void> {
+  const at = new Date().toISOString();
+  const events: StoredEvent[] = [];
+  const interrupted = await store.conversations.failInterruptedTurns(INTERRUPTED, at, ({ message, agent_id }) => {
+    const stored = outbox.events(message.org_id, [messageCreated(message, agent_id)], at);
+    if (stored !== undefined) events.push(...stored);
+    return stored;
+  });
+  outbox.committed(events);
   if (interrupted.length > 0) {
     logger.warn({ turns: interrupted.length, conversations: new Set(interrupted.map((t) => t.conversation_id)).size }, 'turns cut short by an earlier stop stored as failed (interrupted)');
   }

@@ -12,7 +12,7 @@
 import type { TurnError } from '../vocabulary/turn.js';
 import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
-  DocumentRecord, InterruptedTurn, KnowledgeBaseRecord, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
+  DocumentRecord, InterruptedReply, InterruptedTurn, KnowledgeBaseRecord, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
   OrganizationRecord, Page, PageRequest, PendingDocument, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
   SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserOrganization, UserRecord,
   AttemptOutcome, ClaimedDelivery, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
@@ -276,11 +276,16 @@ export interface ConversationsPort {
    * (API.md "Chat": code `interrupted` after a restart), `created_at` = `at`, and returns what it appended,
    * in the order the visitor messages were stored.
    *
+   * `events`, when given, is called once per reply before anything is written, with the reply and its
+   * conversation's agent; the outbox events it returns (the reply's `message.created`) are stored in that
+   * same transaction, so a webhook subscriber hears of the failed reply exactly as of any other
+   * (API.md "Webhooks": durability). It must not throw.
+   *
    * Call it once at start-up, before the server listens: it treats every unanswered turn as dead, which
    * is true only when this process is the store's single user. A store shared by several instances would
    * need each turn to record the instance that owns it, and only that instance's dead turns failed.
    */
-  failInterruptedTurns(error: TurnError, at: string): Promise<InterruptedTurn[]>;
+  failInterruptedTurns(error: TurnError, at: string, events?: (reply: InterruptedReply) => OutboxEvent[] | undefined): Promise<InterruptedTurn[]>;
 }
 
 /**

@@ -275,6 +275,12 @@ export interface PendingDocument {
   content: Uint8Array | string | null;
 }
 
+/** A failed agent reply that ConversationsPort.failInterruptedTurns is about to append, and its conversation's agent. */
+export interface InterruptedReply {
+  message: MessageRecord;
+  agent_id: string;
+}
+
 /** A turn found cut short (ConversationsPort.failInterruptedTurns) and the failed agent message stored for it. */
 export interface InterruptedTurn {
   org_id: string;

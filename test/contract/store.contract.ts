@@ -998,6 +998,29 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
           .toEqual([['visitor', 'completed', 'turn_2'], ['agent', 'failed', 'turn_2']]);
       });
 
+      it('stores the events the caller builds for each reply in the same commit, one delivery per subscribed endpoint', async () => {
+        await store.webhooks.createEndpoint(endpoint('whe_1', ORG_A, ['message.created']));
+        await store.webhooks.createEndpoint(endpoint('whe_2', ORG_B, ['*']));
+        await store.conversations.create(conversation('conv_1', ORG_A, 'agt_7'));
+        await store.conversations.create(conversation('conv_2', ORG_B, 'agt_8'));
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'lost'));
+        await store.conversations.appendMessage({ ...message('msg_2', 'conv_2', 'visitor', 'turn_2', 'lost too'), org_id: ORG_B });
+        const seen: Array<[string, string, string | null, string]> = [];
+        const failed = await store.conversations.failInterruptedTurns(interrupted, T3, ({ message: m, agent_id }) => {
+          seen.push([m.conversation_id, agent_id, m.turn_id, m.status]);
+          // ORG_B's reply carries no event (as when its organization has no endpoint).
+          return m.org_id === ORG_A ? [outboxEvent(`evt_${m.turn_id}`, 'message.created', m.org_id, T3)] : undefined;
+        });
+        expect(seen).toEqual([['conv_1', 'agt_7', 'turn_1', 'failed'], ['conv_2', 'agt_8', 'turn_2', 'failed']]);
+        expect(failed.map((f) => f.turn_id)).toEqual(['turn_1', 'turn_2']);
+        const deliveries = await store.webhooks.listDeliveries(ORG_A, 'whe_1', { limit: 10 });
+        expect(deliveries.data.map((d) => [d.event_id, d.status])).toEqual([['evt_turn_1', 'pending']]);
+        expect(await store.webhooks.getEvent(ORG_A, 'evt_turn_1')).toEqual(outboxEvent('evt_turn_1', 'message.created', ORG_A, T3));
+        expect((await store.webhooks.listDeliveries(ORG_B, 'whe_2', { limit: 10 })).data).toEqual([]);
+        // The reply the builder saw is the one stored.
+        expect((await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 5 })).data.at(-1)).toMatchObject({ id: failed[0]!.message_id, status: 'failed', error: interrupted });
+      });
+
       it('a visitor message taken out of its turn (forwarded to people) is not an interrupted turn', async () => {
         await store.conversations.create(conversation('conv_1'));
         await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'queued when a person took over'));

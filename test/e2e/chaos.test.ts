@@ -7,6 +7,8 @@
  * - every acknowledged write is there: an agent (201), a document (202), an operator message (201), a
  *   one-shot exchange (200, with the content the client got), a streamed turn's visitor message (its
  *   `conversation` event) and agent message (its `message` event, with that content);
+ * - every such change reaches a webhook receiver at least once (message.created, also for the replies
+ *   recovery failed; conversation.created; document.ready), although it turns away one delivery in eight;
  * - every turn the client was told about has ended: its agent message is `completed` or `failed` (the
  *   turns the kill cut: `interrupted`), or, in a conversation waiting for or with a person, there is none;
  *   no document stays `processing`; every conversation takes a new message (no `turn_in_progress` left).
@@ -19,14 +21,17 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { credentialsOf, exitOf, startMain, type MainProcess } from '../helpers/main-process.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
+import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 
 type Json = Record<string, any>;
 
 const dirs: string[] = [];
 const children: MainProcess[] = [];
-afterAll(() => {
+const receivers: Receiver[] = [];
+afterAll(async () => {
   for (const c of children) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  await Promise.all(receivers.map((r) => r.close()));
 });
 
 /** What the clients were told, to check after the restart. */
@@ -55,6 +60,7 @@ function random(seed: number): () => number {
 }
 
 const ENV = {
+  PARLEY_WEBHOOKS_ALLOW_PRIVATE: 'true', PARLEY_WEBHOOK_RETRY_SCHEDULE_MS: '0,100,200,400,800,1600', PARLEY_WEBHOOK_SWEEP_MS: '500',
   PARLEY_BUILTIN_WORD_DELAY_MS: '15', PARLEY_INGEST_WORKERS: '1', PARLEY_MAX_LOOP_LAG_MS: '60000',
   PARLEY_TARGET_LOOP_BUSY_PERCENT: '0', PARLEY_TARGET_LOOP_LAG_MS: '0', PARLEY_INGEST_WARM_UP: '0',
 };
@@ -78,6 +84,10 @@ async function round(seed: number): Promise<void> {
   const seedDoc = (await call(first, `/v1/knowledge-bases/${kb}/documents`, { body: { title: 'Valves', content: '# Valves\n\nThe quartz valve regulates pressure. Operators check it every four hours and log each reading. A drifting gauge means the valve must be recalibrated.' } })).body.id as string;
   await waitFor(async () => ((await call(first, `/v1/knowledge-bases/${kb}/documents/${seedDoc}`)).body.status === 'ready' ? true : undefined), 10_000, 'seed document ready');
   const agent = (await call(first, '/v1/agents', { body: { name: 'Plant guide', knowledge_base_ids: [kb] } })).body.id as string;
+  // A receiver that turns away one delivery in eight (503): those go out again.
+  const rx = await startReceiver(() => (rnd() < 0.125 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' }));
+  receivers.push(rx);
+  expect((await call(first, '/v1/webhooks', { body: { url: `${rx.url}/hook`, events: ['*'] } })).status).toBe(201);
 
   const told: Told = { agents: [], documents: [], turns: [], operatorMessages: [], conversations: new Set() };
   let running = true;
@@ -194,6 +204,24 @@ async function round(seed: number): Promise<void> {
       expect(reply.status, `seed ${seed}: turn ${visitor!.turn_id} left ${reply.status}`).toMatch(/^(completed|failed)$/);
       if (reply.status === 'failed') expect(typeof reply.error?.code, `seed ${seed}: turn ${visitor!.turn_id}`).toBe('string');
     }
+    // At least once, some after a 503 and a retry: every message stored in those conversations (the
+    // interrupted replies recovery wrote too) as message.created, each conversation as
+    // conversation.created, each document as document.ready.
+    const wanted = [
+      ...[...messagesOf.values()].flat().map((m) => `message.created ${m.id} ${m.role} ${m.status}`),
+      ...[...told.conversations].map((c) => `conversation.created ${c}`),
+      ...told.documents.map((d) => `document.ready ${d.id}`),
+    ];
+    const deliveredKeys = () => new Set(rx.got.map((g) => {
+      const d = g.json?.data ?? {};
+      if (g.json?.type === 'message.created') return `message.created ${d.message_id} ${d.role} ${d.status}`;
+      if (g.json?.type === 'document.ready') return `document.ready ${d.document_id}`;
+      return `${g.json?.type} ${d.conversation_id}`;
+    }));
+    await waitFor(() => (wanted.every((k) => deliveredKeys().has(k)) ? true : undefined), 30_000, `webhooks (seed ${seed})`).catch((err: Error) => {
+      const got = deliveredKeys();
+      throw new Error(`${err.message}; not delivered: ${JSON.stringify(wanted.filter((k) => !got.has(k)))}`);
+    });
     for (const o of told.operatorMessages) {
       expect(messagesOf.get(o.conversation)!.find((m) => m.id === o.id), `seed ${seed}: operator message ${o.id}`).toMatchObject({ role: 'operator', content: o.content });
     }

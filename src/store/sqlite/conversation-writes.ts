@@ -4,9 +4,7 @@
  * (writer.worker.ts). Each runs inside the caller's transaction and savepoint (src/store/sqlite/group-commit.ts).
  */
 import type Database from 'better-sqlite3';
-import { newId } from '../../ids/ids.js';
 import type { ConversationRecord, ConversationStatus, InterruptedTurn, MessageRecord, OutboxEvent } from '../records.js';
-import type { TurnError } from '../../vocabulary/turn.js';
 import { KNOWLEDGE_WRITES } from './knowledge-writes.js';
 import { countUsage, OUTBOX_WRITES, writeOutbox } from './outbox-writes.js';
 import { toJson } from './rows.js';
@@ -24,11 +22,8 @@ function prepare(db: Database.Database) {
     insertMessage: db.prepare(
       `INSERT INTO messages (id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
        VALUES (@id, @conversation_id, @org_id, @turn_id, @role, @content, @citations, @tool_runs, @usage, @status, @finish_reason, @error, @created_at)`),
-    unansweredTurns: db.prepare(
-      `SELECT v.org_id, v.conversation_id, v.turn_id, min(v.seq) AS first_seq FROM messages v
-       WHERE v.role = 'visitor' AND v.turn_id IS NOT NULL
-         AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.turn_id = v.turn_id AND a.role = 'agent')
-       GROUP BY v.turn_id ORDER BY first_seq`),
+    // Whether turn `turn_id` has its agent message (start-up recovery skips a turn answered meanwhile).
+    turnAnswered: db.prepare("SELECT 1 FROM messages WHERE turn_id = ? AND role = 'agent' LIMIT 1"),
   };
 }
 
@@ -99,18 +94,20 @@ export const CONVERSATION_WRITES = {
     writeOutbox(db, args.events);
     return countReply(db, args.message);
   },
-  /** Appends a failed agent reply to every turn that has a visitor message and no agent message. */
-  failInterruptedTurns(db: Database.Database, args: { error: TurnError; at: string }): InterruptedTurn[] {
-    const turns = statements(db).unansweredTurns.all() as Array<{ org_id: string; conversation_id: string; turn_id: string }>;
-    return turns.map((t) => {
-      const messageId = newId('msg');
-      insertMessage(db, {
-        id: messageId, conversation_id: t.conversation_id, org_id: t.org_id, turn_id: t.turn_id, role: 'agent',
-        status: 'failed', content: '', citations: [], tool_runs: [], usage: null, finish_reason: null,
-        error: { type: args.error.type, code: args.error.code, message: args.error.message }, created_at: args.at,
-      });
-      return { org_id: t.org_id, conversation_id: t.conversation_id, turn_id: t.turn_id, message_id: messageId };
-    });
+  /**
+   * Appends start-up recovery's failed agent replies (ConversationsPort.failInterruptedTurns), each with its
+   * outbox events, skipping a turn that has an agent message by now; returns what it appended, in order.
+   */
+  appendInterruptedReplies(db: Database.Database, args: { replies: Array<{ message: MessageRecord; events?: OutboxEvent[] | undefined }> }): InterruptedTurn[] {
+    const sql = statements(db);
+    const appended: InterruptedTurn[] = [];
+    for (const { message, events } of args.replies) {
+      if (message.turn_id === null || sql.turnAnswered.get(message.turn_id) !== undefined) continue;
+      insertMessage(db, message);
+      writeOutbox(db, events);
+      appended.push({ org_id: message.org_id, conversation_id: message.conversation_id, turn_id: message.turn_id, message_id: message.id });
+    }
+    return appended;
   },
 } as const;
 

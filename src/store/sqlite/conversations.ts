@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ConversationsPort } from '../ports.js';
 import type { ConversationRecord, ConversationStatus, MessageRecord, Page } from '../records.js';
+import { newId } from '../../ids/ids.js';
 import type { ConversationWriter } from './writer.js';
 import { NewestFirstList, toPage, unknownCursor } from './pagination.js';
 import { fromJson, fromJsonOrNull, type Row } from './rows.js';
@@ -40,10 +41,13 @@ export function createConversations(db: Database.Database, writer: ConversationW
     history: db.prepare(
       `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?)
        ORDER BY turn_id IS NULL, turn_id, CASE role WHEN 'visitor' THEN 0 ELSE 1 END, seq`),
-    // Whether conversation-writes.ts `unansweredTurns` would find any turn.
-    anyUnansweredTurn: db.prepare(
-      `SELECT 1 FROM messages v WHERE v.role = 'visitor' AND v.turn_id IS NOT NULL
-         AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.turn_id = v.turn_id AND a.role = 'agent') LIMIT 1`),
+    // Every turn with a visitor message and no agent message, in the order the visitor messages were stored.
+    unansweredTurns: db.prepare(
+      `SELECT v.org_id, v.conversation_id, v.turn_id, c.agent_id, min(v.seq) AS first_seq
+         FROM messages v JOIN conversations c ON c.id = v.conversation_id
+       WHERE v.role = 'visitor' AND v.turn_id IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.turn_id = v.turn_id AND a.role = 'agent')
+       GROUP BY v.turn_id ORDER BY first_seq`),
   };
   const conversations = new NewestFirstList(db, 'conversations', 'org_id = ?', 'conversation');
 
@@ -90,11 +94,20 @@ export function createConversations(db: Database.Database, writer: ConversationW
     async history(conversationId, limit) {
       return (sql.history.all(conversationId, limit) as Row[]).map(messageFromRow);
     },
-    failInterruptedTurns(error, at) {
-      // Read first: after a clean stop there is nothing to fail, and start-up then commits nothing, so an
-      // idle server does not start the writer thread (about 18 MB of RSS) before its first write.
-      if (sql.anyUnansweredTurn.get() === undefined) return Promise.resolve([]);
-      return writer.run('failInterruptedTurns', { error, at });
+    failInterruptedTurns(error, at, events) {
+      // Read on this connection first: after a clean stop there is nothing to fail, and start-up then commits
+      // nothing, so an idle server does not start the writer thread (about 18 MB of RSS) before its first write.
+      const turns = sql.unansweredTurns.all() as Array<{ org_id: string; conversation_id: string; turn_id: string; agent_id: string }>;
+      if (turns.length === 0) return Promise.resolve([]);
+      const replies = turns.map((t) => {
+        const message: MessageRecord = {
+          id: newId('msg'), conversation_id: t.conversation_id, org_id: t.org_id, turn_id: t.turn_id, role: 'agent',
+          status: 'failed', content: '', citations: [], tool_runs: [], usage: null, finish_reason: null,
+          error: { type: error.type, code: error.code, message: error.message }, created_at: at,
+        };
+        return { message, events: events?.({ message, agent_id: t.agent_id }) };
+      });
+      return writer.run('appendInterruptedReplies', { replies });
     },
   };
 }
