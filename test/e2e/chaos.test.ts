@@ -9,6 +9,8 @@
  *   `conversation` event) and agent message (its `message` event, with that content);
  * - every such change reaches a webhook receiver at least once (message.created, also for the replies
  *   recovery failed; conversation.created; document.ready), although it turns away one delivery in eight;
+ * - a visitor listening on its conversation's socket: every message it was shown is stored, and its page,
+ *   reconnecting with the last one's id, gets exactly the stored messages after it;
  * - every turn the client was told about has ended: its agent message is `completed` or `failed` (the
  *   turns the kill cut: `interrupted`), or, in a conversation waiting for or with a person, there is none;
  *   no document stays `processing`; every conversation takes a new message (no `turn_in_progress` left).
@@ -22,6 +24,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { credentialsOf, exitOf, startMain, type MainProcess } from '../helpers/main-process.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
+import { openSocket, type Frame } from '../helpers/ws-client.js';
 
 type Json = Record<string, any>;
 
@@ -90,6 +93,22 @@ async function round(seed: number): Promise<void> {
   expect((await call(first, '/v1/webhooks', { body: { url: `${rx.url}/hook`, events: ['*'] } })).status).toBe(201);
 
   const told: Told = { agents: [], documents: [], turns: [], operatorMessages: [], conversations: new Set() };
+
+  // A visitor of the published agent, listening on its conversation's socket while people and the agent
+  // write to it; the `message` frames it gets before the kill are what its page shows.
+  const publicKey = (await call(first, `/v1/agents/${agent}/publish`, { method: 'POST' })).body.public_key as string;
+  const opening = await fetch(`${first.url}/v1/public/agents/${publicKey}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'Hello, is anyone there?' }) });
+  const visit = await opening.json() as Json;
+  expect(opening.status, JSON.stringify(visit)).toBe(200);
+  const visitorConversation = visit.conversation_id as string;
+  const visitorToken = visit.visitor_token as string;
+  told.turns.push({ conversation: visitorConversation, visitor: 'Hello, is anyone there?', message: { id: visit.message_id, content: visit.content } });
+  told.conversations.add(visitorConversation);
+  const listenUrl = (srv: MainProcess) => `${srv.url.replace('http', 'ws')}/v1/public/agents/${publicKey}/conversations/${visitorConversation}/ws`;
+  const listener = await openSocket(listenUrl(first));
+  listener.send({ type: 'auth', visitor_token: visitorToken });
+  await listener.next((f) => f.type === 'message', 10_000, 'the catch-up');
+
   let running = true;
   let n = 0;
   const question = () => `How often is the quartz valve checked, question ${++n}?`;
@@ -128,8 +147,7 @@ async function round(seed: number): Promise<void> {
 
   async function operator(): Promise<void> {
     const known = [...told.conversations];
-    if (known.length === 0) return;
-    const conversation = known[Math.floor(rnd() * known.length)]!;
+    const conversation = rnd() < 0.4 ? visitorConversation : known[Math.floor(rnd() * known.length)]!;
     if (rnd() < 0.5) await fetch(`${first.url}/v1/conversations/${conversation}/handoff`, { method: 'POST', headers, body: '{}' }).catch(() => undefined);
     const content = `An operator here, note ${++n}.`;
     const res = await fetch(`${first.url}/v1/conversations/${conversation}/messages`, { method: 'POST', headers, body: JSON.stringify({ content }) }).catch(() => undefined);
@@ -147,10 +165,19 @@ async function round(seed: number): Promise<void> {
     }
   }
 
+  /** The visitor writes again in its conversation (the agent answers, or a person when handed off). */
+  async function visitorTurn(): Promise<void> {
+    const visitor = question();
+    const res = await fetch(`${first.url}/v1/public/agents/${publicKey}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: visitor, conversation_id: visitorConversation, visitor_token: visitorToken }) }).catch(() => undefined);
+    if (res?.status !== 200) return;
+    const body = await res.json().catch(() => undefined) as Json | undefined;
+    if (body) told.turns.push({ conversation: visitorConversation, visitor, message: { id: body.message_id, content: body.content } });
+  }
+
   const client = async () => {
     while (running) {
       const r = rnd();
-      await (r < 0.5 ? streamTurn() : r < 0.7 ? oneShot() : r < 0.85 ? operator() : write());
+      await (r < 0.4 ? streamTurn() : r < 0.55 ? oneShot() : r < 0.7 ? visitorTurn() : r < 0.85 ? operator() : write());
     }
   };
   const clients = Array.from({ length: 6 }, client);
@@ -222,6 +249,26 @@ async function round(seed: number): Promise<void> {
       const got = deliveredKeys();
       throw new Error(`${err.message}; not delivered: ${JSON.stringify(wanted.filter((k) => !got.has(k)))}`);
     });
+    // The visitor's page: every message it was shown is stored, and reconnecting with the last one's id
+    // brings exactly the stored messages after it, in order, none it already had.
+    const shown = listener.frames.filter((f: Frame) => f.type === 'message' && typeof f.message_id === 'string').map((f) => f.message_id as string);
+    const storedIds = messagesOf.get(visitorConversation)!.map((m) => m.id as string);
+    for (const id of shown) expect(storedIds, `seed ${seed}: message ${id} shown to the visitor`).toContain(id);
+    const again = await openSocket(listenUrl(second));
+    try {
+      const last = shown.at(-1)!;
+      again.send({ type: 'auth', visitor_token: visitorToken, after_message_id: last });
+      // Live, it was shown every message up to the last one but its own (a visitor message is not echoed).
+      const before = messagesOf.get(visitorConversation)!.slice(0, storedIds.indexOf(last));
+      expect(before.filter((m) => m.role !== 'visitor' && !shown.includes(m.id)).map((m) => m.id), `seed ${seed}: not shown live`).toEqual([]);
+      const expected = storedIds.slice(storedIds.indexOf(last) + 1);
+      const caughtUp: string[] = [];
+      while (caughtUp.length < expected.length) caughtUp.push((await again.next((f) => f.type === 'message', 10_000, `catch-up after ${last} (seed ${seed})`)).message_id as string);
+      expect(caughtUp, `seed ${seed}: catch-up after the restart`).toEqual(expected);
+      expect(caughtUp.filter((id) => shown.includes(id))).toEqual([]);
+    } finally {
+      again.close();
+    }
     for (const o of told.operatorMessages) {
       expect(messagesOf.get(o.conversation)!.find((m) => m.id === o.id), `seed ${seed}: operator message ${o.id}`).toMatchObject({ role: 'operator', content: o.content });
     }
