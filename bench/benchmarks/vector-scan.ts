@@ -19,6 +19,7 @@ import type { NewChunk } from '../../src/store/records.js';
 import { cosine, norm, TopK } from '../../src/store/vectors.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
 import type { Ctx } from './common.js';
+import { prng } from '../lib/prng.js';
 
 const CHUNKS = 20_000;
 const DIMS = 1536;
@@ -26,18 +27,6 @@ const K = 50;
 const MODEL = 'bench-embed-1536';
 const ORG = 'org_bench';
 const KB = 'kb_bench';
-
-/** Deterministic uniform [0, 1) numbers (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomUnit(rand: () => number): Float32Array {
   const v = new Float32Array(DIMS);

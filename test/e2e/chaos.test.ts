@@ -21,6 +21,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { prng } from '../../bench/lib/prng.js';
 import { credentialsOf, exitOf, startMain, type MainProcess } from '../helpers/main-process.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
@@ -50,18 +51,6 @@ interface Told {
   conversations: Set<string>;
 }
 
-/** A small seeded generator (mulberry32), so a failing round can be run again. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const ENV = {
   PARLEY_WEBHOOKS_ALLOW_PRIVATE: 'true', PARLEY_WEBHOOK_RETRY_SCHEDULE_MS: '0,100,200,400,800,1600', PARLEY_WEBHOOK_SWEEP_MS: '500',
   PARLEY_BUILTIN_WORD_DELAY_MS: '15', PARLEY_INGEST_WORKERS: '1', PARLEY_MAX_LOOP_LAG_MS: '60000',
@@ -69,7 +58,8 @@ const ENV = {
 };
 
 async function round(seed: number): Promise<void> {
-  const rnd = random(seed);
+  // Seeded, so a failing round can be run again (CHAOS_SEED).
+  const rnd = prng(seed);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-chaos-'));
   const docsDir = mkdtempSync(join(tmpdir(), 'parley-chaos-docs-'));
   dirs.push(dataDir, docsDir);
