@@ -385,7 +385,11 @@ export interface UsagePort {
  * runs of `orgId`, oldest first (created_at, then id), at most `limit` (default 100).
  */
 export interface ToolRunsPort {
-  record(run: ToolRunRecord): Promise<void>;
+  /**
+   * Stores one tool run, durable when the promise resolves, with its outbox `events` (the run's `tool.run`)
+   * in the same commit (API.md "Webhooks": durability). Rejects on a duplicate id, storing neither.
+   */
+  record(run: ToolRunRecord, events?: OutboxEvent[]): Promise<void>;
   listForConversation(orgId: string, conversationId: string, limit?: number): Promise<ToolRunRecord[]>;
 }
 

@@ -515,10 +515,15 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.toolRuns.listForConversation(ORG_B, 'conv_2')).toEqual([]);
       });
 
-      it('refuses a second run with the same id', async () => {
-        await store.toolRuns.record(run('tr_1'));
-        await expect(store.toolRuns.record(run('tr_1', { name: 'other' }))).rejects.toThrow();
+      it('refuses a second run with the same id, storing neither it nor its events', async () => {
+        await store.webhooks.createEndpoint(endpoint('whe_1', ORG_A, ['tool.run']));
+        await store.toolRuns.record(run('tr_1'), [outboxEvent('evt_1', 'tool.run')]);
+        await expect(store.toolRuns.record(run('tr_1', { name: 'other' }), [outboxEvent('evt_2', 'tool.run')])).rejects.toThrow();
         expect((await store.toolRuns.listForConversation(ORG_A, 'conv_1')).map((r) => r.name)).toEqual(['get_weather']);
+        expect(await store.webhooks.getEvent(ORG_A, 'evt_2')).toBeUndefined();
+        // The first run's event is stored with it, with a delivery for the subscribed endpoint.
+        expect(await store.webhooks.getEvent(ORG_A, 'evt_1')).toEqual(outboxEvent('evt_1', 'tool.run'));
+        expect((await store.webhooks.listDeliveries(ORG_A, 'whe_1', { limit: 5 })).data.map((d) => [d.event_id, d.status])).toEqual([['evt_1', 'pending']]);
       });
     });
 

@@ -277,6 +277,15 @@ describe('the nine events from real flows', () => {
       expect(of('message.created').map((e) => e.data.role).sort()).toEqual(['agent', 'agent', 'operator', 'visitor', 'visitor']);
       expect(of('message.created').find((e) => e.data.role === 'operator')?.data.content).toBe('Hi, Sam here.');
       expect(of('tool.run')).toEqual([expect.objectContaining({ data: expect.objectContaining({ conversation_id: conv, name: 'handoff_to_human', is_error: false }) })]);
+      // The call and its record in tool_runs, stored with the record (before the reply that used it).
+      const [runRecord] = await srv.parley.store.toolRuns.listForConversation(srv.orgId, conv);
+      expect(of('tool.run')[0]!.data).toEqual({
+        conversation_id: conv, agent_id: agentId, turn_id: runRecord!.turn_id, tool_call_id: runRecord!.tool_call_id, name: 'handoff_to_human',
+        arguments: expect.anything(), output: expect.anything(), is_error: false,
+        tool_run_id: runRecord!.id, kind: 'builtin', status: 'succeeded', http_status: null, error: null, duration_ms: runRecord!.duration_ms,
+      });
+      const reply = of('message.created').find((e) => e.data.role === 'agent' && e.data.turn_id === runRecord!.turn_id)!;
+      expect(got.findIndex((x) => x.json.type === 'tool.run')).toBeLessThan(got.findIndex((x) => x.json.id === reply.id));
       expect(of('handoff.requested')[0]!.data).toMatchObject({ conversation_id: conv, requested_by: 'agent' });
       expect(of('handoff.resolved')[0]!.data).toMatchObject({ conversation_id: conv });
       expect(of('conversation.closed')[0]!.data).toMatchObject({ conversation_id: conv });

@@ -85,8 +85,8 @@ export interface TurnRunnerDeps {
    */
   httpTools?: { dispatcher: Agent; secrets: ReadonlyMap<string, string> };
   /**
-   * The webhook outbox: the reply's `message.created` and a `tool.run` per tool call of the turn are
-   * stored in the commit of the reply (which also stores the tool runs). Without it, none.
+   * The webhook outbox: each tool call's `tool.run` is stored in the commit of its tool run record, and
+   * the reply's `message.created` in the commit of the reply. Without it, none.
    */
   outbox?: Outbox;
 }
@@ -97,10 +97,7 @@ export interface TurnRunnerDeps {
  */
 async function storeReply(turn: Turn, message: MessageRecord, deps: Pick<TurnRunnerDeps, 'store' | 'outbox' | 'bus'>): Promise<void> {
   let events: StoredEvent[] | undefined;
-  if (deps.outbox?.wants(turn.orgId)) {
-    const ctx = { conversationId: turn.conversationId, agentId: turn.agent.id, turnId: turn.id };
-    events = deps.outbox.events(turn.orgId, [...turn.toolRuns.map((r) => toolRun(r, ctx)), messageCreated(message, turn.agent.id)], message.created_at);
-  }
+  if (deps.outbox?.wants(turn.orgId)) events = deps.outbox.events(turn.orgId, [messageCreated(message, turn.agent.id)], message.created_at);
   const fired: StoredEvent[] = await deps.store.conversations.appendMessage(message, events);
   deps.outbox?.committed(events);
   if (fired.length > 0) {
@@ -398,14 +395,19 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
       error: isError ? errorText(output) : null, response_bytes: 0,
     };
     turn.emit({ type: 'tool_result', tool_result: { tool_call_id: call.id, name: call.name, output, is_error: isError } });
-    turn.toolRuns.push({ id: call.id, name: call.name, arguments: args, output, is_error: isError });
+    const ran = { id: call.id, name: call.name, arguments: args, output, is_error: isError };
+    turn.toolRuns.push(ran);
     turn.messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(output) });
     const record: ToolRunRecord = {
       id: newId('trun'), org_id: turn.orgId, agent_id: turn.agent.id, conversation_id: turn.conversationId, turn_id: turn.id,
       tool_call_id: call.id, name: call.name, ...run, duration_ms: durationMs, created_at: new Date().toISOString(),
     };
+    // The run's tool.run goes out with its record, as soon as the tool has run: a turn cut short later
+    // (a crash, a cancel) still reports the call it made.
+    const events = deps.outbox?.events(turn.orgId, [toolRun(ran, record)], record.created_at);
     try {
-      await deps.store.toolRuns.record(record);
+      await deps.store.toolRuns.record(record, events);
+      deps.outbox?.committed(events);
     } catch (err) {
       // The run itself happened and the model has its result: a lost history row must not fail the turn.
       deps.logger.error({ err, turn_id: turn.id, tool_run_id: record.id }, 'could not record a tool run');

@@ -2,7 +2,7 @@
  * The `data` of the webhook events built in the runtime (docs/webhooks.md lists every field).
  */
 import type { EventSpec } from '../../events/outbox.js';
-import type { MessageRecord, ToolRun } from '../../store/records.js';
+import type { MessageRecord, ToolRun, ToolRunRecord } from '../../store/records.js';
 
 /** `message.created`: which message, of which conversation and agent, by whom, and its text. */
 export function messageCreated(message: MessageRecord, agentId: string): EventSpec {
@@ -15,13 +15,18 @@ export function messageCreated(message: MessageRecord, agentId: string): EventSp
   };
 }
 
-/** `tool.run`: one tool call of a turn and its outcome (`output`, `is_error`). */
-export function toolRun(run: ToolRun, ctx: { conversationId: string; agentId: string; turnId: string }): EventSpec {
+/**
+ * `tool.run`: one tool call of a turn, what the model asked (`arguments`) and got (`output`, `is_error`),
+ * and its record in `tool_runs` (`tool_run_id`, `kind`, `status`, `http_status`, `error`, `duration_ms` in ms).
+ */
+export function toolRun(run: ToolRun, record: ToolRunRecord): EventSpec {
   return {
     type: 'tool.run',
     data: {
-      conversation_id: ctx.conversationId, agent_id: ctx.agentId, turn_id: ctx.turnId, tool_call_id: run.id, name: run.name,
+      conversation_id: record.conversation_id, agent_id: record.agent_id, turn_id: record.turn_id, tool_call_id: run.id, name: run.name,
       arguments: run.arguments, output: run.output, is_error: run.is_error,
+      tool_run_id: record.id, kind: record.kind, status: record.status, http_status: record.http_status, error: record.error,
+      duration_ms: record.duration_ms,
     },
   };
 }

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ToolRunsPort } from '../ports.js';
-import type { ToolRunRecord } from '../records.js';
+import type { OutboxEvent, ToolRunRecord } from '../records.js';
+import { writeOutbox } from './outbox-writes.js';
 import type { Row } from './rows.js';
 
 function fromRow(r: Row): ToolRunRecord {
@@ -13,7 +14,10 @@ function fromRow(r: Row): ToolRunRecord {
   };
 }
 
-/** ToolRunsPort on SQLite (table `tool_runs`, indexed by conversation). A duplicate id throws (primary key). */
+/**
+ * ToolRunsPort on SQLite (table `tool_runs`, indexed by conversation), on the main connection: a run and its
+ * outbox events in one transaction. A duplicate id throws (primary key) and stores neither.
+ */
 export function createToolRuns(db: Database.Database): ToolRunsPort {
   const sql = {
     insert: db.prepare(
@@ -21,9 +25,13 @@ export function createToolRuns(db: Database.Database): ToolRunsPort {
        VALUES (@id, @org_id, @agent_id, @conversation_id, @turn_id, @tool_call_id, @name, @kind, @status, @http_status, @error, @duration_ms, @response_bytes, @created_at)`),
     byConversation: db.prepare('SELECT * FROM tool_runs WHERE org_id = ? AND conversation_id = ? ORDER BY created_at, id LIMIT ?'),
   };
+  const recordWithEvents = db.transaction((run: ToolRunRecord, events: OutboxEvent[] | undefined) => {
+    sql.insert.run(run);
+    writeOutbox(db, events);
+  });
   return {
-    async record(run) {
-      sql.insert.run(run);
+    async record(run, events) {
+      recordWithEvents(run, events);
     },
     async listForConversation(orgId, conversationId, limit = 100) {
       return (sql.byConversation.all(orgId, conversationId, limit) as Row[]).map(fromRow);
