@@ -14,6 +14,10 @@
  * agent answers from the knowledge base pass 1 fills, so they are measured idle twice: before pass 1 (nothing
  * to retrieve yet: pass 1's reference) and after it (retrieval and composed answers, as during passes 2 and 3:
  * their reference).
+ *
+ * The floor column: bench/floor/ingest-parse.ts, the same corpus parsed and chunked by the ingestion worker's
+ * own function in bare worker threads (1 and 2, a fresh process each, threads created when pass 1's clock
+ * starts), with no HTTP, no store and no chat beside it: what any ingestion on this parse code can reach here.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { createParser } from 'eventsource-parser';
@@ -21,7 +25,7 @@ import { summarize, type Summary } from '../lib/stats.js';
 import { join } from 'node:path';
 import { CpuMeter } from '../lib/proc.js';
 import { parsePromText } from '../lib/prom-text.js';
-import { startParleyServer } from '../lib/processes.js';
+import { readyLine, spawnNode, startParleyServer } from '../lib/processes.js';
 import type { BenchOutcome, Row } from '../lib/report.js';
 import { WARM_UP_ROUNDS } from '../../src/knowledge/warm-up.js';
 import { sleep, stopAll, parleyOptions, nodeDocsCorpus, type Ctx } from './common.js';
@@ -178,6 +182,21 @@ function chartLabel(r: IngestRun): string {
   return `${r.workers} worker${r.workers === 1 ? '' : 's'}${r.warmUp ? ' + warm-up' : ''}, ${r.pass === 1 ? 'first corpus' : r.pass === 2 ? 'second' : 'third'}`;
 }
 
+/** One pass of the ingest floor (bench/floor/ingest-parse.ts): wall and process CPU, ms. */
+interface FloorPass { pass: number; wallMs: number; cpuMs: number; chunks: number; failed: number }
+
+/** Runs the ingest floor with `workers` threads for 3 passes in a fresh process; resolves its passes. Throws if it fails. */
+async function runFloor(root: string, corpus: string, workers: number): Promise<FloorPass[]> {
+  const proc = spawnNode('ingest-floor', join(root, 'dist/bench/floor/ingest-parse.js'), { args: ['--corpus', corpus, '--workers', String(workers), '--passes', '3'] });
+  try {
+    const out = await readyLine<{ passes: FloorPass[] }>(proc, 120_000);
+    for (const p of out.passes) if (p.failed > 0) throw new Error(`ingest floor: ${p.failed} document(s) failed in pass ${p.pass}`);
+    return out.passes;
+  } finally {
+    await proc.stop();
+  }
+}
+
 /** Setups measured, each on a fresh server: workers, and whether they warm up at start (off by default). */
 const SETUPS: ReadonlyArray<{ workers: number; warmUp: boolean }> = [
   { workers: 1, warmUp: false }, { workers: 2, warmUp: false }, { workers: 2, warmUp: true },
@@ -202,6 +221,15 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
   const idleS = ctx.smoke ? 1.5 : 4;
   const config = { corpus, documents: docs.length, bytes, setups: SETUPS, warm_up_rounds: WARM_UP_ROUNDS, upload_concurrency: 4, poll_every_ms: 25, gap_probe_word_delay_ms: WORD_DELAY_MS, gap_probe_streams: PROBE_STREAMS, gap_probe_idle_s: idleS };
   const runs: IngestRun[] = [];
+  // The floor first, on a quiet machine: 1 and 2 bare threads, 3 passes each.
+  const floors = new Map<number, FloorPass[]>();
+  for (const workers of [1, 2]) {
+    const passes = await runFloor(ctx.root, corpus, workers);
+    floors.set(workers, passes);
+    ctx.log(`ingest floor, ${workers} bare thread(s): ${passes.map((p) => `pass ${p.pass} ${(p.wallMs / 1000).toFixed(2)} s = ${(bytes / 1e3 / p.wallMs).toFixed(2)} MB/s (CPU ${(p.cpuMs / 1000).toFixed(2)} s)`).join(', ')}`);
+  }
+  // The floor of a run: the same thread count and pass; none for warm-up rows (the floor's threads do not warm up).
+  const floorOf = (r: IngestRun): FloorPass | undefined => (r.warmUp ? undefined : floors.get(r.workers)?.find((p) => p.pass === r.pass));
   for (const { workers, warmUp } of SETUPS) {
     ctx.log(`ingest: ${docs.length} documents, ${(bytes / 1e6).toFixed(2)} MB, ${workers} worker(s)${warmUp ? `, warm-up at start (${WARM_UP_ROUNDS} rounds)` : ''}`);
     const parley = await startParleyServer(ctx.root, parleyOptions(ctx, undefined, {
@@ -259,11 +287,13 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
       await stopAll([parley]);
     }
   }
-  const rows: Row[] = runs.flatMap((r) => [
-    { bench: 'ingest', metric: `${r.workers} worker(s) throughput`, unit: 'MB/s', better: 'higher' as const, parley: r.mbPerS, baseline: null, direct: null },
-    { bench: 'ingest', metric: `${r.workers} worker(s) documents`, unit: 'docs/s', better: 'higher' as const, parley: r.docsPerS, baseline: null, direct: null },
-    { bench: 'ingest', metric: `${r.workers} worker(s) wall, first upload -> last ready`, unit: 's', better: 'lower' as const, parley: r.wallS, baseline: null, direct: null },
-    { bench: 'ingest', metric: `${r.workers} worker(s) server CPU (all threads)`, unit: 's', better: 'lower' as const, parley: r.serverCpuS, baseline: null, direct: null },
+  const rows: Row[] = runs.flatMap((r) => {
+    const floor = floorOf(r);
+    return [
+    { bench: 'ingest', metric: `${r.workers} worker(s) throughput`, unit: 'MB/s', better: 'higher' as const, parley: r.mbPerS, baseline: null, floor: floor ? bytes / 1e3 / floor.wallMs : null, direct: null },
+    { bench: 'ingest', metric: `${r.workers} worker(s) documents`, unit: 'docs/s', better: 'higher' as const, parley: r.docsPerS, baseline: null, floor: floor ? docs.length / (floor.wallMs / 1000) : null, direct: null },
+    { bench: 'ingest', metric: `${r.workers} worker(s) wall, first upload -> last ready`, unit: 's', better: 'lower' as const, parley: r.wallS, baseline: null, floor: floor ? floor.wallMs / 1000 : null, direct: null },
+    { bench: 'ingest', metric: `${r.workers} worker(s) server CPU (all threads)`, unit: 's', better: 'lower' as const, parley: r.serverCpuS, baseline: null, floor: floor ? floor.cpuMs / 1000 : null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) failed or not ready`, unit: 'count', better: 'lower' as const, parley: r.failed + r.notReady, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) inter-token gap p99, idle`, unit: 'ms', better: 'lower' as const, parley: r.gapsIdle.p99, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) inter-token gap p99, during ingestion`, unit: 'ms', better: 'lower' as const, parley: r.gapsIngest.p99, baseline: null, direct: null },
@@ -272,11 +302,15 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
     { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p50, during ingestion`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIngest.p50, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p99, idle`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIdle.p99, baseline: null, direct: null },
     { bench: 'ingest', metric: `${r.workers} worker(s) chat first token p99, during ingestion`, unit: 'ms', better: 'lower' as const, parley: r.firstTokenIngest.p99, baseline: null, direct: null },
-  ].map((row) => ({ ...row, metric: row.metric.replace(`${r.workers} worker(s)`, runLabel(r)) })));
+    ].map((row) => ({ ...row, metric: row.metric.replace(`${r.workers} worker(s)`, runLabel(r)) }));
+  });
   return {
-    name: 'ingest', rows, config, results: { runs },
+    name: 'ingest', rows, config, results: { runs, floor: Object.fromEntries(floors) },
     charts: [
-      { title: 'Ingest throughput', unit: 'MB/s', groups: runs.map((r) => ({ label: chartLabel(r), values: { parley: r.mbPerS } })) },
+      { title: 'Ingest throughput', unit: 'MB/s', groups: runs.map((r) => {
+        const floor = floorOf(r);
+        return { label: chartLabel(r), values: floor ? { parley: r.mbPerS, floor: bytes / 1e3 / floor.wallMs } : { parley: r.mbPerS } };
+      }) },
       { title: 'Ingest documents/s', unit: 'docs/s', groups: runs.map((r) => ({ label: chartLabel(r), values: { parley: r.docsPerS } })) },
       { title: 'Inter-token gap p99', unit: 'ms', groups: runs.flatMap((r) => [
         { label: `${chartLabel(r)}: idle`, values: { parley: r.gapsIdle.p99 } },
@@ -285,6 +319,7 @@ export async function ingest(ctx: Ctx): Promise<BenchOutcome> {
     ],
     notes: [
       'no baseline or direct row: ingestion has no upstream; the 1 vs 2 worker rows are the comparison.',
+      'floor: bench/floor/ingest-parse.ts, the ingestion worker\'s parse and chunk in bare threads (no HTTP, no store, no chat), a fresh process per thread count; pass 1 counts thread start, as the service\'s first corpus does. Warm-up rows have no floor.',
       'polling the document list every 25 ms bounds the wall-time resolution.',
       "idle reference: pass 1 against the probe streams before any ingestion (their knowledge base empty: nothing to retrieve); passes 2 and 3 against the probe streams measured again after pass 1 (the same knowledge base, now holding the corpus, as during those passes).",
       `target (issue 12): >= 5 MB/s with 2 workers, and the gap p99 during ingestion within 2x of idle (builtin model, ${WORD_DELAY_MS} ms word delay, one stream at a time).`,
