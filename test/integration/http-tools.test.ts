@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../src/events/event-bus.js';
 import { startMockUpstream, type MockUpstream } from '../helpers/mock-upstream.js';
+import { readSse } from '../helpers/sse-client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -172,6 +173,36 @@ describe('HTTP tools', () => {
     const body = await chat(s, agentId, '{"city":"São Paulo"}');
     expect(endpoint.received.at(-1)).toMatchObject({ method: 'GET', url: '/weather?city=S%C3%A3o+Paulo', body: '' });
     expect(body.tool_runs[0].output.body.city).toBe('São Paulo');
+  });
+
+  it('a stream tells its client of a tool result only once the run is stored (a crash after the event loses nothing the client saw)', async () => {
+    const agentId = await createAgent(s, [weatherTool(`${endpoint.url}/weather`)]);
+    const toolRuns = s.parley.store.toolRuns;
+    const record = toolRuns.record.bind(toolRuns);
+    const stored: string[] = [];
+    // The real SQLite store, watched and slowed: a run counts as stored once its commit resolved, which
+    // takes 300 ms longer than usual, so a tool_result sent before the commit reaches the client first.
+    toolRuns.record = async (...args: Parameters<typeof record>) => {
+      await new Promise((r) => setTimeout(r, 300));
+      await record(...args);
+      stored.push(args[0].tool_call_id);
+    };
+    try {
+      const storedAtResult: string[][] = [];
+      const { events, response } = await readSse(`${s.url}/v1/agents/${agentId}/chat`, {
+        method: 'POST', headers: { authorization: `Bearer ${s.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: '{"city":"Nantes"}', stream: true }),
+      }, (e) => {
+        if (e.data.type === 'tool_result') storedAtResult.push([...stored]);
+      });
+      expect(response.status).toBe(200);
+      expect(events.map((e) => e.data.type).filter((t) => t.startsWith('tool_'))).toEqual(['tool_call', 'tool_result']);
+      expect(storedAtResult).toEqual([['call_named_1']]);
+      const conversationId = events[0]!.data.conversation_id as string;
+      expect((await toolRuns.listForConversation(s.orgId, conversationId)).map((r) => r.tool_call_id)).toEqual(['call_named_1']);
+    } finally {
+      toolRuns.record = record;
+    }
   });
 
   it('schema-invalid arguments: nothing is sent, the model reads the error, the run is recorded as failed', async () => {

@@ -394,7 +394,6 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
       status: isError ? 'failed' : 'succeeded', http_status: null,
       error: isError ? errorText(output) : null, response_bytes: 0,
     };
-    turn.emit({ type: 'tool_result', tool_result: { tool_call_id: call.id, name: call.name, output, is_error: isError } });
     const ran = { id: call.id, name: call.name, arguments: args, output, is_error: isError };
     turn.toolRuns.push(ran);
     turn.messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(output) });
@@ -412,6 +411,9 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
       // The run itself happened and the model has its result: a lost history row must not fail the turn.
       deps.logger.error({ err, turn_id: turn.id, tool_run_id: record.id }, 'could not record a tool run');
     }
+    // The client hears of the result only once its record is stored: a crash after this event loses
+    // nothing the client was told (a store failure, logged above, still lets the turn go on).
+    turn.emit({ type: 'tool_result', tool_result: { tool_call_id: call.id, name: call.name, output, is_error: isError } });
     deps.bus.publish({
       type: 'tool.run', org_id: turn.orgId,
       data: {
