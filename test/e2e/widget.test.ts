@@ -2,7 +2,8 @@
  * The chat widget in a real browser (Debian's Chromium, driven by playwright-core; no browser is ever
  * downloaded) on a page served from another origin than Parley (a node:http server on its own port):
  * a streamed, cited answer; the visitor asks for a person, an operator (driven through the HTTP API)
- * takes over and replies live, resolves, and the agent answers again; the history after a reload; two
+ * takes over and replies live, resolves, and the agent answers again; two tabs of one visitor, each showing
+ * what the other asked, once; the history after a reload; two
  * operator messages sent while the visitor is offline arrive once each after reconnecting; keyboard-only
  * use; a hostile page stylesheet; a 360 px wide screen. Screenshots go to test-results/.
  *
@@ -242,6 +243,39 @@ describe.skipIf(!chromiumFound)('the widget in Chromium, on another origin', { t
     expect(after.at(-1)!.content).toContain('same day');
     expect((await bubbles(page, 'agent'))[1]!.replace(/source (\d+)/g, '[$1]')).toBe(after.at(-1)!.content);
     expect(await panel(page).locator('.sub').textContent()).toBe('The assistant answers instantly');
+    await leave(tab);
+  });
+
+  it('two tabs of one visitor: a question asked in one shows live in the other before its answer, and once in each', async () => {
+    const tab = await visit({ query: '?attrs=data-open' });
+    const { page, context } = tab;
+    await panel(page).waitFor();
+    await ask(page, 'Is the return label free?');
+    await watchStreaming(page);
+    // A second tab of the same browser profile: the same saved conversation, listening.
+    const other = await context.newPage();
+    other.on('pageerror', (err) => tab.problems.push(`page error (second tab): ${err.message}`));
+    await other.goto(`${hostUrl}/?attrs=data-open`);
+    await panel(other).waitFor();
+    await other.locator('parley-widget li.msg[data-role="agent"]').first().waitFor();
+    expect(await bubbles(other, 'visitor')).toEqual(['Is the return label free?']);
+
+    await ask(page, 'Are exchanges shipped the same day?');
+    const question = other.locator('parley-widget li.msg[data-role="visitor"]').nth(1);
+    await question.waitFor();
+    expect(await question.locator('.bubble').textContent()).toBe('Are exchanges shipped the same day?');
+    await other.locator('parley-widget li.msg[data-role="agent"]').nth(1).waitFor();
+    await Promise.all([watchStreaming(page), watchStreaming(other)]);
+    await other.screenshot({ path: join(SHOTS, 'widget-second-tab.png') });
+    const { conversation_id: conversationId } = await conversationOf(page);
+    const messages = await stored(conversationId);
+    expect(messages.map((m) => m.role)).toEqual(['visitor', 'agent', 'visitor', 'agent']);
+    for (const p of [page, other]) {
+      expect(await bubbles(p, 'visitor')).toEqual(['Is the return label free?', 'Are exchanges shipped the same day?']);
+      expect((await bubbles(p, 'agent')).map((t) => t.replace(/source (\d+)/g, '[$1]'))).toEqual([messages[1]!.content, messages[3]!.content]);
+      // Each bubble carries its stored id: the live copy and the sender's own are one bubble.
+      expect(await p.locator('parley-widget li.msg[data-role="visitor"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-id')))).toEqual([messages[0]!.id, messages[2]!.id]);
+    }
     await leave(tab);
   });
 

@@ -98,13 +98,17 @@ describe('handoff end to end', () => {
     expect(reply.status).toBe(201);
     const replyBody = (await reply.json()) as { id: string; role: string; turn_id: string | null; content: string };
     expect(replyBody).toMatchObject({ role: 'operator', turn_id: null, content: 'Hi, this is Ada from billing.' });
-    // The listener heard who answers (status frames: the request, the takeover), then the push.
+    // The listener heard who answers (status frames: the request, the takeover), the visitor's own two
+    // messages (as another tab of the visitor would), then the push.
     const heard = await listen.until(isDone);
     expect(heard.filter((f) => f.type === 'status')).toEqual([
       { type: 'status', conversation_id: conversationId, status: 'pending_handoff' },
       { type: 'status', conversation_id: conversationId, status: 'handed_off' },
     ]);
-    expectOperatorPush(heard.filter((f) => f.type !== 'status'), conversationId, 'Hi, this is Ada from billing.', replyBody.id);
+    const visitorFrames = heard.filter((f) => f.role === 'visitor');
+    expect(visitorFrames.map(storedMessage)).toEqual([['visitor', 'Is anyone there?'], ['visitor', 'Hello?']]);
+    expect(visitorFrames[0]!.message_id).toBe(forwardedId);
+    expectOperatorPush(heard.filter((f) => f.type !== 'status' && f.role !== 'visitor'), conversationId, 'Hi, this is Ada from billing.', replyBody.id);
     expect(events.filter((e) => e.type === 'message.created' && e.data.message_id === replyBody.id)).toEqual([
       { type: 'message.created', org_id: srv.orgId, data: { conversation_id: conversationId, message_id: replyBody.id, role: 'operator' } },
     ]);
@@ -116,6 +120,8 @@ describe('handoff end to end', () => {
     expect(again.events.at(-1)!.data).toEqual({ type: 'done', finish_reason: 'stop' });
     const liveTurn = await listen.until(isDone);
     expect(liveTurn[0]).toEqual({ type: 'status', conversation_id: conversationId, status: 'active' });
+    expect(storedMessage(liveTurn[1]!)).toEqual(['visitor', 'hello again']);
+    expect(liveTurn[2]).toMatchObject({ type: 'conversation', conversation_id: conversationId });
     expect(tokenText(liveTurn)).toBe(again.events.filter((e) => e.data.type === 'token').map((e) => e.data.delta).join(''));
 
     stored = await messages(conversationId);

@@ -217,10 +217,15 @@ describe('public sockets', () => {
     const m = await srv.api(`/v1/conversations/${conversationId}/messages`, { body: { content: 'A person here.' } });
     const pushed = (await m.json()) as { id: string };
     expectOperatorPush(await listen.until(isDone), conversationId, 'A person here.', pushed.id);
-    // An agent turn started elsewhere (the visitor's HTTP chat) streams live.
+    // A message the visitor sends elsewhere (another tab: the HTTP chat) comes live as a stored message,
+    // before the agent turn it starts, which streams live.
     const reply = await publicChat(pk, { message: 'third', conversation_id: conversationId, visitor_token: token });
     const replyBody = (await reply.json()) as { content: string; message_id: string };
-    const turn = await listen.until(isDone);
+    const [asked, ...turn] = await listen.until(isDone);
+    expect(storedMessage(asked!)).toEqual(['visitor', 'third']);
+    const third = ((await (await srv.api(`/v1/conversations/${conversationId}/messages`)).json()) as { data: Array<{ id: string; role: string; content: string }> }).data.at(-2)!;
+    expect(third).toMatchObject({ role: 'visitor', content: 'third' });
+    expect(asked!.message_id).toBe(third.id);
     expectStreamFrames(turn, conversationId);
     expect(typesOf(turn)[0]).toBe('conversation');
     expect(tokenText(turn)).toBe(replyBody.content);
@@ -228,6 +233,7 @@ describe('public sockets', () => {
     // Nothing doubled: the first listener got the same pushes, once each.
     await all.until(isDone);
     const allTurn = await all.until(isDone);
+    expect(allTurn.filter((f) => f.role === 'visitor').map(storedMessage)).toEqual([['visitor', 'third']]);
     expect(tokenText(allTurn)).toBe(replyBody.content);
 
     // Status changes reach the visitor as status frames: who answers now.
@@ -236,6 +242,26 @@ describe('public sockets', () => {
       const frames = await listen.until((f) => f.type === 'status');
       expect(frames.at(-1)).toEqual({ type: 'status', conversation_id: conversationId, status });
     }
+  });
+});
+
+describe('listen-only while a person answers', () => {
+  it('a visitor message sent from another tab comes live to the listening page, once, and starts no agent turn', async () => {
+    const { conversationId, token } = await startConversation();
+    expect((await srv.api(`/v1/conversations/${conversationId}/takeover`, { method: 'POST' })).status).toBe(200);
+    const before = ((await (await srv.api(`/v1/conversations/${conversationId}/messages`)).json()) as { data: Array<{ id: string }> }).data;
+    const listen = await socket(`/v1/public/agents/${pk}/conversations/${conversationId}/ws`);
+    listen.send({ type: 'auth', visitor_token: token, after_message_id: before.at(-1)!.id });
+    const r = await publicChat(pk, { message: 'Are you there?', conversation_id: conversationId, visitor_token: token });
+    const sent = (await r.json()) as { message_id: string; finish_reason: string };
+    expect(sent.finish_reason).toBe('handoff');
+    const echo = await listen.next();
+    expect(storedMessage(echo)).toEqual(['visitor', 'Are you there?']);
+    const after = ((await (await srv.api(`/v1/conversations/${conversationId}/messages`)).json()) as { data: Array<{ id: string; role: string }> }).data;
+    expect(echo.message_id).toBe(after.at(-1)!.id);
+    // Nothing else: no agent turn, no second copy.
+    listen.send({ type: 'ping' });
+    expect(await listen.next()).toEqual({ type: 'pong' });
   });
 });
 

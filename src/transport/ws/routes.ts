@@ -95,7 +95,7 @@ export function socketRoutes(s: Services, socket: SocketServices): SocketRouteDe
     },
     {
       path: '/v1/public/agents/{public_key}/conversations/{conversation_id}/ws',
-      summary: 'Listen-only: an auth frame with the visitor token within 5 s, then catch-up and live operator pushes and agent turns',
+      summary: 'Listen-only: an auth frame with the visitor token within 5 s, then catch-up, and live the visitor\'s own messages, operator pushes and agent turns',
       accept: guarded(async (req) => {
         await publicAgent(s, req);
         const publicKey = req.params.public_key!;

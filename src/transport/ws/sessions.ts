@@ -222,8 +222,9 @@ async function joinConversation(
  * `WS /v1/public/agents/{public_key}/conversations/{conversation_id}/ws`, listen-only: the first frame
  * must be `{"type":"auth","visitor_token","after_message_id"?}` within 5 s (else close 4408; another
  * first frame closes 4401); then every message stored after `after_message_id` as `message` frames with
- * `role` and `content`, then operator pushes, the agent's turns and `status` frames (the conversation's
- * status after each change: who answers now) live.
+ * `role` and `content`, then live: the visitor's own new messages (as stored `message` frames: another tab
+ * of the same visitor sees them), operator pushes, the agent's turns and `status` frames (the
+ * conversation's status after each change: who answers now).
  */
 export class ListenSession extends BaseSession {
   private state: 'waiting' | 'authenticating' | 'live' = 'waiting';
@@ -276,8 +277,11 @@ export class ListenSession extends BaseSession {
         turn: (channel, shown) => { if (!shown.answered.has(channel.turnId)) this.follower.follow(channel); },
         event: (e, shown) => {
           if (e.type === 'turn.started' && !e.forwarded && !shown.answered.has(e.channel.turnId)) this.follower.follow(e.channel);
-          else if (e.type === 'message.created' && e.message.role === 'operator' && !shown.messages.has(e.message.id)) {
-            for (const frame of operatorPushFrames(e.message)) this.port.send(frame);
+          else if (e.type === 'message.created' && e.message.role !== 'agent' && !shown.messages.has(e.message.id)) {
+            if (e.message.role === 'operator') for (const frame of operatorPushFrames(e.message)) this.port.send(frame);
+            // The visitor's own message, sent from this page or another tab: a stored message frame, before
+            // the agent turn it starts (the page that sent it knows it by its turn id, and shows it once).
+            else this.port.send(storedMessageFrame(e.message));
           } else if (e.type === 'conversation.status') {
             // Who answers now (a person joined, the agent is back, the conversation was closed).
             this.port.send(statusFrame(e.conversationId, e.status));
