@@ -4,6 +4,7 @@
  * public handoff, and the listen-only socket's URL. Everything is addressed under the public key; the
  * visitor token is the only credential, sent in `X-Visitor-Token` or in the socket's `auth` frame.
  */
+import { createParser } from 'eventsource-parser';
 
 /** A knowledge-base passage an answer used (API.md "Chat": `citations`). */
 export interface Citation {
@@ -147,39 +148,23 @@ export class PublicApi {
 }
 
 /**
- * Reads a `text/event-stream` body (WHATWG HTML "Server-sent events": lines, `data:` and `id:` fields,
- * a blank line ends an event, `:` lines are comments) and calls `onEvent` with each event's JSON and the
- * seq of its `<turn_id>:<seq>` id (0 when absent). Throws ApiError(0) when the connection breaks.
+ * Reads a `text/event-stream` body with eventsource-parser (WHATWG HTML "Server-sent events") and calls
+ * `onEvent` with each event's JSON and the seq of its `<turn_id>:<seq>` id (0 when it has none). Throws
+ * ApiError(0) when the connection breaks or an event is not JSON.
  */
-async function readEventStream(res: Response, onEvent: (event: StreamEvent, seq: number) => void): Promise<void> {
+export async function readEventStream(res: Response, onEvent: (event: StreamEvent, seq: number) => void): Promise<void> {
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  let data: string[] = [];
-  let seq = 0;
-  const line = (l: string): void => {
-    if (l === '') {
-      if (data.length > 0) onEvent(JSON.parse(data.join('\n')) as StreamEvent, seq);
-      data = [];
-      return;
-    }
-    if (l.startsWith(':')) return;
-    const colon = l.indexOf(':');
-    const field = colon < 0 ? l : l.slice(0, colon);
-    const value = colon < 0 ? '' : l.slice(colon + 1).replace(/^ /, '');
-    if (field === 'data') data.push(value);
-    else if (field === 'id') seq = Number(value.slice(value.lastIndexOf(':') + 1)) || 0;
-  };
+  const parser = createParser({
+    onEvent(message) {
+      const id = message.id ?? '';
+      onEvent(JSON.parse(message.data) as StreamEvent, Number(id.slice(id.lastIndexOf(':') + 1)) || 0);
+    },
+  });
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      buffer += value;
-      let nl: number;
-      while ((nl = buffer.search(/\r\n|\r|\n/)) >= 0) {
-        const sep = buffer[nl] === '\r' && buffer[nl + 1] === '\n' ? 2 : 1;
-        line(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + sep);
-      }
+      parser.feed(value);
     }
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
