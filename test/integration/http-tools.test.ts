@@ -205,6 +205,25 @@ describe('HTTP tools', () => {
     }
   });
 
+  it('a tool run whose record cannot be stored: the stream still gets its tool_result and the turn still ends well', async () => {
+    const agentId = await createAgent(s, [weatherTool(`${endpoint.url}/weather`)]);
+    const toolRuns = s.parley.store.toolRuns;
+    const record = toolRuns.record.bind(toolRuns);
+    toolRuns.record = async () => { throw new Error('disk full'); };
+    try {
+      const { events } = await readSse(`${s.url}/v1/agents/${agentId}/chat`, {
+        method: 'POST', headers: { authorization: `Bearer ${s.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: '{"city":"Brest"}', stream: true }),
+      });
+      const result = events.find((e) => e.data.type === 'tool_result');
+      expect(result?.data.tool_result).toMatchObject({ tool_call_id: 'call_named_1', name: 'get_weather', is_error: false });
+      expect(events.at(-1)!.data).toEqual({ type: 'done', finish_reason: 'stop' });
+      expect(s.logs().some((l) => l.msg === 'could not record a tool run' && (l.err as { message?: string } | undefined)?.message === 'disk full')).toBe(true);
+    } finally {
+      toolRuns.record = record;
+    }
+  });
+
   it('schema-invalid arguments: nothing is sent, the model reads the error, the run is recorded as failed', async () => {
     const agentId = await createAgent(s, [weatherTool(`${endpoint.url}/weather`)]);
     const before = endpoint.received.length;

@@ -230,6 +230,9 @@ describe('public sockets', () => {
     expect(typesOf(turn)[0]).toBe('conversation');
     expect(tokenText(turn)).toBe(replyBody.content);
     expect(turn.find((f) => f.type === 'message')!.message_id).toBe(replyBody.message_id);
+    // The agent's reply comes as that stream only, not again as a stored message frame.
+    listen.send({ type: 'ping' });
+    expect(await listen.next()).toEqual({ type: 'pong' });
     // Nothing doubled: the first listener got the same pushes, once each.
     await all.until(isDone);
     const allTurn = await all.until(isDone);

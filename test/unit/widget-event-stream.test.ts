@@ -56,8 +56,14 @@ describe('readEventStream', () => {
 
   it('a broken connection or an event that is not JSON is a network_error ApiError (status 0)', async () => {
     const broken = readEventStream(responseOf(['data: {"type":"token","delta":"a"}\n\n'], new TypeError('terminated')), () => {});
-    await expect(broken).rejects.toMatchObject({ status: 0, code: 'network_error' });
+    await expect(broken).rejects.toMatchObject({ status: 0, code: 'network_error', message: 'The connection to the chat service dropped.' });
     const garbled = readEventStream(responseOf(['data: {"type":\n\n']), () => {});
     await expect(garbled).rejects.toBeInstanceOf(ApiError);
+  });
+
+  it('an abort (the visitor left, or a new message replaced this one) is thrown as it is, not as a network error', async () => {
+    const abort = new DOMException('The operation was aborted.', 'AbortError');
+    const aborted = readEventStream(responseOf(['data: {"type":"token","delta":"a"}\n\n'], abort), () => {});
+    await expect(aborted).rejects.toBe(abort);
   });
 });
