@@ -22,7 +22,10 @@ import { WebhookService } from './runtime/services/webhooks.js';
 import { WebhookSender } from './webhooks/sender.js';
 import { webhookRoutes, usageRoutes } from './transport/http/routes/webhooks.js';
 import { readFileSync } from 'node:fs';
-import { LiveHub, sessionKey } from './runtime/live/live-hub.js';
+import { LiveHub } from './runtime/live/live-hub.js';
+import { AccessCache } from './auth/access-cache.js';
+import { FeedFollower } from './runtime/feed-follower.js';
+import { followAccessChanges } from './runtime/access-changes.js';
 import { PublicService } from './runtime/services/public.js';
 import { AccessService } from './runtime/services/access.js';
 import { AgentService } from './runtime/services/agents.js';
@@ -141,12 +144,18 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const throttle = new LoginThrottle({
     perAccount: config.auth.loginFailuresPerAccount, perAddress: config.auth.loginFailuresPerAddress, windowMs: config.auth.loginWindowMs,
   });
-  const access = new AccessService(store, accessTokens);
+  // Access checks of persons are cached; the store feed drops what a change made stale, on every process.
+  const accessCache = new AccessCache(store.memberships, store.refreshTokens);
+  const access = new AccessService(store, accessTokens, accessCache);
+  const feed = new FeedFollower(store.feed, { logger, pollMs: config.feedPollMs });
+  const stopAccessChanges = followAccessChanges(feed, {
+    store, access: accessCache, apiKeys: store.apiKeys, agents: agentDirectory, live, logger,
+    webhooksChanged: (orgId) => { dispatcher.reloadOrg(orgId).catch((err: unknown) => logger.error({ err, org_id: orgId }, 'could not reload webhook endpoints')); },
+  });
   const services: Services = {
     config, logger, access, chat,
     sessions: new SessionService(store, accessTokens, passwords, throttle, {
       refreshIdleMs: config.auth.refreshIdleMs, refreshAbsoluteMs: config.auth.refreshAbsoluteMs,
-      onSessionEnded: (sessionId) => { live.revoke(sessionKey(sessionId)); },
     }),
     apiKeys: new ApiKeyService(store),
     members: new MemberService(store),
@@ -170,6 +179,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   });
   // Before recovery: events that recovery writes (document.failed) find their endpoints.
   await dispatcher.start();
+  await feed.start();
   await recover(store, knowledge, outbox, logger);
   const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
   const dashboard = loadDashboard(config.dashboardDir);
@@ -202,6 +212,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
       closing ??= (async () => {
         server.stopListening();
         await chat.drain(config.shutdownGraceMs);
+        await feed.stop();
+        stopAccessChanges();
         server.closeAll();
         sse.close();
         await knowledge.settled();

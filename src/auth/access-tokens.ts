@@ -54,6 +54,8 @@ export interface VerifiedAccessToken {
   /** The `sid` claim (the sign-in's refresh-token family id), or null when the token has none. */
   sessionId: string | null;
   kid: string;
+  /** The `iat` claim, Unix s. */
+  issuedAt: number;
   expiresAt: number;
 }
 
@@ -166,11 +168,12 @@ export class AccessTokens {
       if (err instanceof errors.JOSEError) throw invalid('The access token is not valid.');
       throw err;
     }
-    if (typeof payload.sub !== 'string' || typeof payload.jti !== 'string' || typeof payload.exp !== 'number') {
+    if (typeof payload.sub !== 'string' || typeof payload.jti !== 'string' || typeof payload.exp !== 'number' || typeof payload.iat !== 'number') {
       throw invalid('The access token is not valid.');
     }
     const result: VerifiedAccessToken = {
-      userId: payload.sub, tokenId: payload.jti, sessionId: typeof payload.sid === 'string' ? payload.sid : null, kid: header.kid!, expiresAt: payload.exp,
+      userId: payload.sub, tokenId: payload.jti, sessionId: typeof payload.sid === 'string' ? payload.sid : null, kid: header.kid!,
+      issuedAt: payload.iat, expiresAt: payload.exp,
     };
     // Remembered until it expires, or until its key's window closes if that is sooner.
     const retiredAt = this.publicKeys.get(result.kid)?.retiredAt ?? null;

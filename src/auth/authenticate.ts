@@ -56,5 +56,5 @@ export async function authenticateApiKey(apiKeys: ApiKeysPort, token: string | u
   if (!rec || !digestsEqual(rec.key_hash, hash)) throw new AppError('invalid_api_key', 'The API key is not valid.');
   if (rec.revoked_at !== null) throw new AppError('revoked_api_key', 'The API key has been revoked.');
   if (rec.expires_at !== null && Date.parse(rec.expires_at) <= now()) throw new AppError('revoked_api_key', 'The API key was rotated and its grace period is over.');
-  return { kind: 'api_key', orgId: rec.org_id, credentialId: rec.id };
+  return { kind: 'api_key', orgId: rec.org_id, credentialId: rec.id, expiresAt: rec.expires_at === null ? null : Date.parse(rec.expires_at) };
 }

@@ -5,8 +5,10 @@ export interface ApiKeyPrincipal {
   kind: 'api_key';
   /** The organization every resource access is scoped to. */
   orgId: string;
-  /** The credential's id (`key_...`), for logs. */
+  /** The credential's id (`key_...`), for logs and for closing its sockets when it is revoked. */
   credentialId: string;
+  /** When a rotated key's grace period ends, ms since the epoch (it then counts as revoked); null for no end. */
+  expiresAt?: number | null;
 }
 
 /** A signed-in person acting in one organization (named by `X-Org-Id`, or by a socket ticket). */

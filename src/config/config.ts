@@ -42,6 +42,7 @@ const EnvSchema = z.object({
   PARLEY_SSE_MAX_BUFFERED_BYTES: int(4 * 1024 * 1024, 1024),
   PARLEY_SHUTDOWN_GRACE_MS: int(10_000, 0),
   PARLEY_TURN_REPLAY_MS: int(5 * 60_000, 0),
+  PARLEY_FEED_POLL_MS: int(100, 5, 1000),
   PARLEY_BOOTSTRAP: bool(true),
   PARLEY_DOCS_DIR: z.string().optional(),
   PARLEY_DASHBOARD_DIR: z.string().optional(),
@@ -157,6 +158,11 @@ export interface Config {
   shutdownGraceMs: number;
   /** A finished turn's events stay replayable this long, ms. */
   turnReplayMs: number;
+  /**
+   * How often the store feed is read for changes made by other processes sharing the store (a revoked
+   * key, a removed member, an unpublished agent), ms; this process's own changes apply at once.
+   */
+  feedPollMs: number;
   /** Create the demo organization, agent and key on first start with an empty data dir. */
   bootstrap: boolean;
   /** Folder ingested as the demo knowledge base; default: the project's docs/. */
@@ -257,6 +263,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sseMaxBufferedBytes: e.PARLEY_SSE_MAX_BUFFERED_BYTES,
     shutdownGraceMs: e.PARLEY_SHUTDOWN_GRACE_MS,
     turnReplayMs: e.PARLEY_TURN_REPLAY_MS,
+    feedPollMs: e.PARLEY_FEED_POLL_MS,
     bootstrap: e.PARLEY_BOOTSTRAP,
     docsDir: resolve(projectRoot, e.PARLEY_DOCS_DIR ?? 'docs'),
     dashboardDir: resolve(projectRoot, e.PARLEY_DASHBOARD_DIR ?? 'dist/web/dashboard'),

@@ -9,8 +9,9 @@ interface Entry {
 /**
  * Agents by organization and id, read through a small cache: every chat turn needs its agent, and the
  * store read (and the JSON of its settings) is on the latency path of the first token. Entries live
- * `ttlMs` (so a change made by another instance sharing the store shows within that time) and are
- * dropped at once when this instance changes or deletes the agent (AgentService calls `invalidate`).
+ * `ttlMs` at most, and are dropped when the agent changes: at once when this process changes it
+ * (AgentService calls `invalidate`), and on every process when the store feed tells of the change
+ * (src/runtime/access-changes.ts).
  * At most `maxEntries` are kept; the oldest go first.
  */
 export class AgentDirectory {
@@ -62,6 +63,12 @@ export class AgentDirectory {
   /** Forgets what is cached under a public key (the key was unpublished: it stops at once). */
   invalidatePublicKey(publicKey: string): void {
     this.published.delete(publicKey);
+  }
+
+  /** Forgets every cached agent (the feed had a gap: changes may have been missed). */
+  clear(): void {
+    this.entries.clear();
+    this.published.clear();
   }
 
   private remember(key: string, agent: AgentRecord, now: number): void {

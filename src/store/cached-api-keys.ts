@@ -9,8 +9,8 @@ interface Entry {
 /**
  * An ApiKeysPort that answers `findByHash` (every API-key request) from memory for `ttlMs`, unknown hashes
  * included, and otherwise passes through. A key revoked or rotated through this instance is forgotten at
- * once, so its next use is refused at once; another instance sharing the store sees the change within
- * `ttlMs`. At most `maxEntries` hashes are kept, the oldest dropped first.
+ * once, so its next use is refused at once; a change by another process is forgotten when the store feed
+ * tells of it (`forget`, within about 100 ms), and within `ttlMs` at most. At most `maxEntries` hashes are kept, the oldest dropped first.
  */
 export class CachedApiKeys implements ApiKeysPort {
   private readonly byHash = new Map<string, Entry>();
@@ -57,6 +57,16 @@ export class CachedApiKeys implements ApiKeysPort {
     return done;
   }
 
+  /** Drops the cached lookups of key `id` (revoked or rotated, here or by another process: the feed tells). */
+  forget(id: string): void {
+    this.forgetKey(id);
+  }
+
+  /** Drops every cached lookup. */
+  clear(): void {
+    this.byHash.clear();
+  }
+
   /** Drops the cached lookups of key `id` (its hash is only known from a cached record). */
   private forgetKey(id: string): void {
     for (const [hash, e] of this.byHash) if (e.record?.id === id) this.byHash.delete(hash);
@@ -64,6 +74,6 @@ export class CachedApiKeys implements ApiKeysPort {
 }
 
 /** `store` with its API-key lookups cached (see CachedApiKeys). */
-export function withApiKeyCache<S extends Store>(store: S, ttlMs?: number): S {
+export function withApiKeyCache<S extends Store>(store: S, ttlMs?: number): S & { apiKeys: CachedApiKeys } {
   return { ...store, apiKeys: new CachedApiKeys(store.apiKeys, ttlMs) };
 }

@@ -15,7 +15,7 @@ import type {
   DocumentRecord, InterruptedReply, InterruptedTurn, KnowledgeBaseRecord, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
   OrganizationRecord, Page, PageRequest, PendingDocument, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
   SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserOrganization, UserRecord,
-  AttemptOutcome, ClaimedDelivery, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
+  AttemptOutcome, ClaimedDelivery, FeedChange, FeedEntry, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
   UsageThreshold, WebhookEndpointPatch, WebhookEndpointRecord,
 } from './records.js';
 
@@ -25,6 +25,7 @@ export interface OrganizationsPort {
   count(): Promise<number>;
 }
 
+/** API keys. `revoke` and `rotate` record an `api_key` feed entry in their commit. */
 export interface ApiKeysPort {
   create(rec: ApiKeyRecord): Promise<void>;
   /** The key whose hash is `keyHash`, revoked or not. */
@@ -49,26 +50,30 @@ export interface UsersPort {
   create(rec: UserRecord): Promise<boolean>;
   get(id: string): Promise<UserRecord | undefined>;
   findByEmail(email: string): Promise<UserRecord | undefined>;
-  /** Sets the password hash; false when there is no such person. */
+  /**
+   * Sets the password hash and moves `access_valid_after` to `at` (tokens issued before it are refused),
+   * recording a `user` feed entry; false when there is no such person.
+   */
   setPasswordHash(id: string, passwordHash: string, at: string): Promise<boolean>;
   /**
    * Deletes the person with their memberships, refresh-token families and socket tickets, in one
-   * conditional write: refused (`last_owner`, nothing deleted) when the person is the only owner of an
-   * organization.
+   * conditional write with a `user` feed entry: refused (`last_owner`, nothing deleted) when the person is
+   * the only owner of an organization.
    */
   delete(id: string): Promise<'deleted' | 'not_found' | 'last_owner'>;
 }
 
 /**
  * Who belongs to which organization with which role. Every organization keeps at least one owner: the
- * writes that could take the last one away are conditional writes that refuse with `last_owner`.
+ * writes that could take the last one away are conditional writes that refuse with `last_owner`. Every
+ * write that changes a membership records a `member` feed entry in its commit.
  */
 export interface MembershipsPort {
   /** Adds a membership; false (nothing stored) when the person already belongs to the organization. */
   add(rec: MembershipRecord): Promise<boolean>;
   /**
-   * The per-request check of a person token (one read): whether `userId` still exists and their role in
-   * `orgId`.
+   * The check of a person token (one read; src/auth/access-cache.ts caches it): whether `userId` still
+   * exists, their role in `orgId`, and their `access_valid_after`.
    */
   check(orgId: string, userId: string): Promise<MemberCheck>;
   /** The member `userId` of `orgId` with their e-mail, or undefined. */
@@ -89,6 +94,7 @@ export interface MembershipsPort {
 /**
  * Refresh-token families (RFC 9700 section 4.14.2): one family per login, one live token per family,
  * every exchange a conditional write so that of two concurrent exchanges of one token exactly one wins.
+ * Every write that revokes a family records a `session` feed entry for it in its commit.
  */
 export interface RefreshTokensPort {
   /** Stores a new family and its first token. */
@@ -143,6 +149,10 @@ export interface SocketTicketsPort {
   prune(before: string): Promise<number>;
 }
 
+/**
+ * Agents. `update`, `delete` and `setPublicKey` record an `agent` feed entry in their commit (with the
+ * public key that stopped working, when one did).
+ */
 export interface AgentsPort {
   create(rec: AgentRecord): Promise<void>;
   get(orgId: string, id: string): Promise<AgentRecord | undefined>;
@@ -393,8 +403,32 @@ export interface ToolRunsPort {
   listForConversation(orgId: string, conversationId: string, limit?: number): Promise<ToolRunRecord[]>;
 }
 
+/**
+ * The feed (DESIGN.md "Several processes"): changes every process sharing the store must hear of
+ * (records.ts FeedChange), in commit order. The writes that make such a change (a membership removed, a key
+ * revoked, a sign-in ended, an agent unpublished, ...) record its entry themselves, in the same commit; a
+ * process follows the feed from `head()` with `read` (src/runtime/feed-follower.ts) and drops what the
+ * change made stale: cached access checks, open sockets, cached agents and endpoints.
+ */
+export interface FeedPort {
+  /** The `seq` of the newest entry ever written (0 when none): follow from here to see only what comes next. */
+  head(): Promise<number>;
+  /** Entries with `seq` greater than `after`, oldest first, at most `limit`. */
+  read(after: number, limit: number): Promise<FeedEntry[]>;
+  /** Records `changes` in a commit of their own (for a change the store does not see itself). */
+  append(changes: FeedChange[], at: string): Promise<void>;
+  /** Deletes entries written before `before`; how many. */
+  prune(before: string): Promise<number>;
+  /**
+   * Calls `listener` after each commit of this process that wrote feed entries, so this process's own
+   * changes take effect at once instead of at the next poll; returns the function that removes it.
+   */
+  onAppend(listener: () => void): () => void;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'mongodb';
+  feed: FeedPort;
   organizations: OrganizationsPort;
   apiKeys: ApiKeysPort;
   users: UsersPort;

@@ -55,6 +55,11 @@ export interface UserRecord {
   email: string;
   /** argon2id PHC string (src/auth/passwords.ts), or null: the person cannot sign in until one is set. */
   password_hash: string | null;
+  /**
+   * Access tokens and socket tickets of this person issued before this time are refused (set when the
+   * password changes: UsersPort.setPasswordHash); null when nothing was ever voided.
+   */
+  access_valid_after: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -83,7 +88,10 @@ export interface UserOrganization {
  * What the store knows of a person token's subject in an organization (MembershipsPort.check): the person
  * no longer exists, exists but is not a member, or is a member with `role`.
  */
-export type MemberCheck = { status: 'no_user' } | { status: 'not_a_member' } | { status: 'member'; role: Role };
+export type MemberCheck =
+  | { status: 'no_user' }
+  | { status: 'not_a_member'; access_valid_after: string | null }
+  | { status: 'member'; role: Role; access_valid_after: string | null };
 
 /**
  * A refresh-token family: every refresh token that descends, by rotation, from one login (RFC 9700
@@ -449,3 +457,26 @@ export interface UsageThreshold {
   value: number;
   period: UsagePeriod;
 }
+
+/**
+ * A change other processes sharing the store must hear of (DESIGN.md "Several processes"): what an
+ * access check, a cache or an open socket depends on. The store writes the entry in the same commit as the
+ * change itself, so every process that follows the feed (FeedPort) sees it once the change is durable.
+ * - `user`: a person was deleted, or their password set (their `access_valid_after` moved);
+ * - `member`: a membership was added, changed role or removed;
+ * - `session`: a sign-in (refresh-token family) was revoked (logout, reuse, password change);
+ * - `api_key`: a key was revoked or rotated (its `expires_at` set);
+ * - `agent`: an agent changed, was published, unpublished or deleted (`public_key`: the key it had
+ *   before, when that key stopped working);
+ * - `webhooks`: an organization's webhook endpoints changed (created, updated, disabled, deleted).
+ */
+export type FeedChange =
+  | { kind: 'user'; user_id: string }
+  | { kind: 'member'; org_id: string; user_id: string }
+  | { kind: 'session'; session_id: string; user_id: string }
+  | { kind: 'api_key'; org_id: string; key_id: string }
+  | { kind: 'agent'; org_id: string; agent_id: string; public_key?: string | undefined }
+  | { kind: 'webhooks'; org_id: string };
+
+/** A FeedChange as stored: `seq` grows with every entry, in commit order; `at` is when it was written. */
+export type FeedEntry = FeedChange & { seq: number; at: string };

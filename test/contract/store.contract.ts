@@ -68,7 +68,7 @@ function message(id: string, conv: string, role: MessageRecord['role'], turn: st
 const chunk = (ord: number, text: string, heading = ''): NewChunk => ({ ord, heading, text });
 
 function user(id: string, email = `${id}@example.com`): UserRecord {
-  return { id, email, password_hash: `hash-of-${id}`, created_at: T0, updated_at: T0 };
+  return { id, email, password_hash: `hash-of-${id}`, access_valid_after: null, created_at: T0, updated_at: T0 };
 }
 
 function apiKey(id: string, org = ORG_A, extra: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
@@ -254,7 +254,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.users.create({ ...user('usr_1'), password_hash: null });
         expect((await store.users.get('usr_1'))?.password_hash).toBeNull();
         expect(await store.users.setPasswordHash('usr_1', 'new-hash', T2)).toBe(true);
-        expect(await store.users.get('usr_1')).toEqual({ ...user('usr_1'), password_hash: 'new-hash', updated_at: T2 });
+        expect(await store.users.get('usr_1')).toEqual({ ...user('usr_1'), password_hash: 'new-hash', access_valid_after: T2, updated_at: T2 });
         expect(await store.users.setPasswordHash('usr_missing', 'x', T2)).toBe(false);
       });
 
@@ -267,7 +267,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.refreshTokens.startFamily(family('fam_2', 'usr_2'), refreshToken('rt-2', 'fam_2'));
         await store.socketTickets.create(ticket('wst-2', T2, 'usr_2'));
         expect(await store.users.delete('usr_1')).toBe('last_owner');
-        expect(await store.memberships.check(ORG_A, 'usr_1')).toEqual({ status: 'member', role: 'owner' });
+        expect(await store.memberships.check(ORG_A, 'usr_1')).toEqual({ status: 'member', role: 'owner', access_valid_after: null });
         expect(await store.users.delete('usr_2')).toBe('deleted');
         expect(await store.users.get('usr_2')).toBeUndefined();
         expect(await store.memberships.check(ORG_A, 'usr_2')).toEqual({ status: 'no_user' });
@@ -293,9 +293,9 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
       });
 
       it('check tells a member\'s role, a non-member, and a person who does not exist', async () => {
-        expect(await store.memberships.check(ORG_A, 'usr_2')).toEqual({ status: 'member', role: 'admin' });
-        expect(await store.memberships.check(ORG_B, 'usr_1')).toEqual({ status: 'not_a_member' });
-        expect(await store.memberships.check('org_missing', 'usr_1')).toEqual({ status: 'not_a_member' });
+        expect(await store.memberships.check(ORG_A, 'usr_2')).toEqual({ status: 'member', role: 'admin', access_valid_after: null });
+        expect(await store.memberships.check(ORG_B, 'usr_1')).toEqual({ status: 'not_a_member', access_valid_after: null });
+        expect(await store.memberships.check('org_missing', 'usr_1')).toEqual({ status: 'not_a_member', access_valid_after: null });
         expect(await store.memberships.check(ORG_A, 'usr_missing')).toEqual({ status: 'no_user' });
       });
 
@@ -323,12 +323,12 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
 
       it('setRole changes a role, but never demotes the only owner', async () => {
         expect(await store.memberships.setRole(ORG_A, 'usr_3', 'admin')).toBe('updated');
-        expect(await store.memberships.check(ORG_A, 'usr_3')).toEqual({ status: 'member', role: 'admin' });
+        expect(await store.memberships.check(ORG_A, 'usr_3')).toEqual({ status: 'member', role: 'admin', access_valid_after: null });
         expect(await store.memberships.setRole(ORG_A, 'usr_1', 'admin')).toBe('last_owner');
         expect(await store.memberships.setRole(ORG_A, 'usr_1', 'owner')).toBe('updated');
         expect(await store.memberships.setRole(ORG_A, 'usr_4', 'admin')).toBe('not_found');
         expect(await store.memberships.setRole(ORG_B, 'usr_1', 'admin')).toBe('not_found');
-        expect(await store.memberships.check(ORG_A, 'usr_1')).toEqual({ status: 'member', role: 'owner' });
+        expect(await store.memberships.check(ORG_A, 'usr_1')).toEqual({ status: 'member', role: 'owner', access_valid_after: null });
         // With a second owner, the first may step down.
         expect(await store.memberships.setRole(ORG_A, 'usr_2', 'owner')).toBe('updated');
         expect(await store.memberships.setRole(ORG_A, 'usr_1', 'operator')).toBe('updated');
@@ -338,8 +338,8 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.memberships.remove(ORG_A, 'usr_1')).toBe('last_owner');
         expect(await store.memberships.remove(ORG_A, 'usr_3')).toBe('removed');
         expect(await store.memberships.remove(ORG_A, 'usr_3')).toBe('not_found');
-        expect(await store.memberships.check(ORG_A, 'usr_3')).toEqual({ status: 'not_a_member' });
-        expect(await store.memberships.check(ORG_B, 'usr_3')).toEqual({ status: 'member', role: 'owner' });
+        expect(await store.memberships.check(ORG_A, 'usr_3')).toEqual({ status: 'not_a_member', access_valid_after: null });
+        expect(await store.memberships.check(ORG_B, 'usr_3')).toEqual({ status: 'member', role: 'owner', access_valid_after: null });
       });
 
       it('two concurrent demotions of an organization\'s two owners: exactly one succeeds, an owner remains', async () => {
@@ -1230,6 +1230,141 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(nextDay.map((e) => [e.data.metric, e.data.period_start])).toEqual([['output_tokens', '2025-01-02']]);
         const nextMonth = await store.conversations.appendMessage(reply('msg_5', 'conv_1', '2025-02-01T00:00:00.000Z', 100, 0));
         expect(nextMonth.map((e) => [e.data.metric, e.data.period_start])).toEqual([['total_tokens', '2025-02-01']]);
+      });
+    });
+
+    describe('feed', () => {
+      /** The entries after `after`, without their time (some writes stamp the feed with the time of the write). */
+      const feedAfter = async (after: number) => (await store.feed.read(after, 100)).map(({ at: _at, seq: _seq, ...change }) => change);
+
+      it('starts empty; append records changes in order, numbered upwards, and read pages them', async () => {
+        expect(await store.feed.head()).toBe(0);
+        expect(await store.feed.read(0, 10)).toEqual([]);
+        await store.feed.append([{ kind: 'user', user_id: 'usr_1' }, { kind: 'webhooks', org_id: ORG_A }], T1);
+        await store.feed.append([{ kind: 'member', org_id: ORG_B, user_id: 'usr_2' }], T2);
+        const all = await store.feed.read(0, 10);
+        expect(all).toEqual([
+          { kind: 'user', user_id: 'usr_1', seq: all[0]!.seq, at: T1 },
+          { kind: 'webhooks', org_id: ORG_A, seq: all[1]!.seq, at: T1 },
+          { kind: 'member', org_id: ORG_B, user_id: 'usr_2', seq: all[2]!.seq, at: T2 },
+        ]);
+        expect(all[0]!.seq).toBeGreaterThan(0);
+        expect(all[1]!.seq).toBeGreaterThan(all[0]!.seq);
+        expect(all[2]!.seq).toBeGreaterThan(all[1]!.seq);
+        expect(await store.feed.head()).toBe(all[2]!.seq);
+        expect((await store.feed.read(all[0]!.seq, 1)).map((e) => e.seq)).toEqual([all[1]!.seq]);
+        expect(await store.feed.read(all[2]!.seq, 10)).toEqual([]);
+      });
+
+      it('prune drops entries written before a time; numbers are never reused', async () => {
+        await store.feed.append([{ kind: 'user', user_id: 'usr_1' }], T1);
+        await store.feed.append([{ kind: 'user', user_id: 'usr_2' }], T3);
+        const head = await store.feed.head();
+        expect(await store.feed.prune(T2)).toBe(1);
+        expect((await store.feed.read(0, 10)).map((e) => e.kind === 'user' && e.user_id)).toEqual(['usr_2']);
+        expect(await store.feed.prune(T4)).toBe(1);
+        expect(await store.feed.head()).toBe(head);
+        await store.feed.append([{ kind: 'user', user_id: 'usr_3' }], T4);
+        expect((await store.feed.read(0, 10)).map((e) => e.seq)).toEqual([head + 1]);
+      });
+
+      it('tells this process of each commit that wrote entries', async () => {
+        let calls = 0;
+        const off = store.feed.onAppend(() => { calls++; });
+        await store.feed.append([{ kind: 'user', user_id: 'usr_1' }], T1);
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.users.create(user('usr_1'));
+        expect(calls).toBe(1);
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_1', role: 'owner', created_at: T0 });
+        expect(calls).toBe(2);
+        off();
+        await store.feed.append([{ kind: 'user', user_id: 'usr_1' }], T1);
+        expect(calls).toBe(2);
+      });
+
+      it('people: password set and deletion record a user entry; membership changes a member entry; refused writes nothing', async () => {
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        for (const id of ['usr_1', 'usr_2']) await store.users.create(user(id));
+        const start = await store.feed.head();
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_1', role: 'owner', created_at: T0 });
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_2', role: 'operator', created_at: T0 });
+        expect(await store.memberships.add({ org_id: ORG_A, user_id: 'usr_2', role: 'admin', created_at: T0 })).toBe(false);
+        await store.memberships.setRole(ORG_A, 'usr_2', 'admin');
+        expect(await store.memberships.setRole(ORG_A, 'usr_1', 'admin')).toBe('last_owner');
+        expect(await store.memberships.remove(ORG_A, 'usr_1')).toBe('last_owner');
+        await store.memberships.remove(ORG_A, 'usr_2');
+        await store.users.setPasswordHash('usr_2', 'h2', T2);
+        expect(await store.users.setPasswordHash('usr_missing', 'h', T2)).toBe(false);
+        expect(await store.users.delete('usr_1')).toBe('last_owner');
+        await store.users.delete('usr_2');
+        expect(await feedAfter(start)).toEqual([
+          { kind: 'member', org_id: ORG_A, user_id: 'usr_1' },
+          { kind: 'member', org_id: ORG_A, user_id: 'usr_2' },
+          { kind: 'member', org_id: ORG_A, user_id: 'usr_2' },
+          { kind: 'member', org_id: ORG_A, user_id: 'usr_2' },
+          { kind: 'user', user_id: 'usr_2' },
+          { kind: 'user', user_id: 'usr_2' },
+        ]);
+        expect(await store.memberships.check(ORG_A, 'usr_1')).toEqual({ status: 'member', role: 'owner', access_valid_after: null });
+      });
+
+      it('sign-ins: each revoked family records a session entry (logout, password change, reuse)', async () => {
+        await store.users.create(user('usr_1'));
+        await store.refreshTokens.startFamily(family('fam_1'), refreshToken('rt-1', 'fam_1'));
+        await store.refreshTokens.startFamily(family('fam_2'), refreshToken('rt-2', 'fam_2'));
+        await store.refreshTokens.startFamily(family('fam_3'), refreshToken('rt-3', 'fam_3'));
+        await store.refreshTokens.startFamily(family('fam_4'), refreshToken('rt-4', 'fam_4'));
+        const start = await store.feed.head();
+        await store.refreshTokens.revokeFamilyOf('rt-1', 'logout', T1);
+        expect(await store.refreshTokens.revokeFamilyOf('rt-1', 'logout', T1)).toBe(false);
+        await store.refreshTokens.rotate('rt-4', { token_hash: 'rt-4b', created_at: T1, expires_at: T4 }, T1);
+        expect(await store.refreshTokens.rotate('rt-4', { token_hash: 'rt-4c', created_at: T1, expires_at: T4 }, T1)).toEqual({ status: 'reused', family_id: 'fam_4' });
+        expect(await store.refreshTokens.revokeAllOf('usr_1', 'password', T2)).toBe(2);
+        const entries = await feedAfter(start);
+        expect(entries.slice(0, 2)).toEqual([
+          { kind: 'session', session_id: 'fam_1', user_id: 'usr_1' },
+          { kind: 'session', session_id: 'fam_4', user_id: 'usr_1' },
+        ]);
+        expect(entries.slice(2).map((e) => e.kind === 'session' && e.session_id).sort()).toEqual(['fam_2', 'fam_3']);
+        expect(entries).toHaveLength(4);
+      });
+
+      it('keys, agents and webhook endpoints record their changes', async () => {
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.apiKeys.create(apiKey('key_1'));
+        await store.apiKeys.create(apiKey('key_2'));
+        await store.agents.create(agent('agt_1'));
+        const start = await store.feed.head();
+        await store.apiKeys.revoke(ORG_A, 'key_1', T1);
+        expect(await store.apiKeys.revoke(ORG_A, 'key_1', T1)).toBe(false);
+        await store.apiKeys.rotate(ORG_A, 'key_2', apiKey('key_3'), T9, T1);
+        await store.agents.update(ORG_A, 'agt_1', { name: 'Renamed' }, T1);
+        await store.agents.setPublicKey(ORG_A, 'agt_1', 'pk_1', T1);
+        await store.agents.setPublicKey(ORG_A, 'agt_1', null, T2);
+        expect(await store.agents.update(ORG_B, 'agt_1', { name: 'x' }, T2)).toBeUndefined();
+        await store.agents.setPublicKey(ORG_A, 'agt_1', 'pk_2', T2);
+        await store.agents.delete(ORG_A, 'agt_1');
+        expect(await store.agents.delete(ORG_A, 'agt_1')).toBe(false);
+        await store.webhooks.createEndpoint(endpoint('whe_1'));
+        await store.webhooks.updateEndpoint(ORG_A, 'whe_1', { description: 'd' }, T1);
+        await store.webhooks.rotateSecret(ORG_A, 'whe_1', 'whsec_2', null, T1);
+        await store.webhooks.disableEndpoint('whe_1', 'gone', T2);
+        await store.webhooks.disableEndpoint('whe_1', 'gone', T2);
+        await store.webhooks.deleteEndpoint(ORG_A, 'whe_1');
+        expect(await feedAfter(start)).toEqual([
+          { kind: 'api_key', org_id: ORG_A, key_id: 'key_1' },
+          { kind: 'api_key', org_id: ORG_A, key_id: 'key_2' },
+          { kind: 'agent', org_id: ORG_A, agent_id: 'agt_1' },
+          { kind: 'agent', org_id: ORG_A, agent_id: 'agt_1' },
+          { kind: 'agent', org_id: ORG_A, agent_id: 'agt_1', public_key: 'pk_1' },
+          { kind: 'agent', org_id: ORG_A, agent_id: 'agt_1' },
+          { kind: 'agent', org_id: ORG_A, agent_id: 'agt_1', public_key: 'pk_2' },
+          { kind: 'webhooks', org_id: ORG_A },
+          { kind: 'webhooks', org_id: ORG_A },
+          { kind: 'webhooks', org_id: ORG_A },
+          { kind: 'webhooks', org_id: ORG_A },
+          { kind: 'webhooks', org_id: ORG_A },
+        ]);
       });
     });
 

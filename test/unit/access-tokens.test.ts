@@ -98,7 +98,7 @@ describe('access tokens: verification', () => {
     const { tokens, c, key } = await setup();
     const { token } = await tokens.issue('usr_1');
     c.set(T + 899_999);
-    expect(await tokens.verify(token)).toEqual({ userId: 'usr_1', tokenId: decodeJwt(token).jti, sessionId: null, kid: key.kid, expiresAt: 1_700_000_900 });
+    expect(await tokens.verify(token)).toEqual({ userId: 'usr_1', tokenId: decodeJwt(token).jti, sessionId: null, kid: key.kid, issuedAt: 1_700_000_000, expiresAt: 1_700_000_900 });
     c.set(T + 900_000);
     await expect(tokens.verify(token)).rejects.toMatchObject({ code: 'expired_token', status: 401 });
   });
@@ -108,7 +108,7 @@ describe('access tokens: verification', () => {
     const { token, claims } = await tokens.issue('usr_1', 'rtf_family1');
     expect(claims.sid).toBe('rtf_family1');
     expect(decodeJwt(token).sid).toBe('rtf_family1');
-    expect(await tokens.verify(token)).toEqual({ userId: 'usr_1', tokenId: decodeJwt(token).jti, sessionId: 'rtf_family1', kid: key.kid, expiresAt: 1_700_000_900 });
+    expect(await tokens.verify(token)).toEqual({ userId: 'usr_1', tokenId: decodeJwt(token).jti, sessionId: 'rtf_family1', kid: key.kid, issuedAt: 1_700_000_000, expiresAt: 1_700_000_900 });
   });
 
   it('says expired_token for an unseen token past exp too (no cache involved)', async () => {

@@ -75,17 +75,21 @@ describe('LiveHub', () => {
     expect(hub.listeners('org_1', 'conv_1')).toBe(1);
   });
 
-  it('revoke runs every closer of a key once; an unregistered one does not run', () => {
+  it('accessChanged tells every watcher of a key, each time, until it stops watching; a throwing one does not stop the others', () => {
     const hub = new LiveHub();
-    const closed: string[] = [];
-    hub.onRevoked('session:rtf_1', () => closed.push('a'));
-    const off = hub.onRevoked('session:rtf_1', () => closed.push('b'));
-    hub.onRevoked('session:rtf_1', () => { throw new Error('already gone'); });
-    hub.onRevoked('public:pk_1', () => closed.push('c'));
+    const told: string[] = [];
+    hub.watchAccess('session:rtf_1', (c) => told.push(`a:${c.kind}`));
+    const off = hub.watchAccess('session:rtf_1', () => told.push('b'));
+    hub.watchAccess('session:rtf_1', () => { throw new Error('already gone'); });
+    hub.watchAccess('public:pk_1', () => told.push('c'));
     off();
-    expect(hub.revoke('session:rtf_1')).toBe(2);
-    expect(hub.revoke('session:rtf_1')).toBe(0);
-    expect(closed).toEqual(['a']);
+    off();
+    expect(hub.watching('session:rtf_1')).toBe(2);
+    expect(hub.accessChanged('session:rtf_1', { kind: 'ended', reason: 'session_ended' })).toBe(2);
+    expect(hub.accessChanged('member:org_1:usr_1', { kind: 'role', role: null })).toBe(0);
+    expect(hub.accessChanged('session:rtf_1', { kind: 'role', role: 'admin' })).toBe(2);
+    expect(told).toEqual(['a:ended', 'a:role']);
+    expect(hub.watching('public:pk_1')).toBe(1);
   });
 });
 

@@ -1,5 +1,6 @@
 import type { MessageRecord } from '../../store/records.js';
 import type { ConversationStatus } from '../../vocabulary/conversation.js';
+import type { Role } from '../../vocabulary/role.js';
 import type { TurnChannel } from '../turn/turn-channel.js';
 
 /**
@@ -37,13 +38,15 @@ export interface LiveSubscriber {
  * nobody listens, before building any event object, so a turn with no live watcher pays two Map
  * lookups per publish and allocates nothing.
  *
- * It also keeps revocation hooks: a socket registers `onRevoked(key, close)` under the credential it
- * was opened with (`session:<sid>`, `public:<pk>`), and `revoke(key)` (logout, unpublish) closes them all.
+ * It also keeps access watchers: a socket watches the keys of what it was opened with (its sign-in,
+ * person, membership, API key or public key: see {@link accessKeys}), and `accessChanged(key, change)`
+ * (called by the feed follower when the store says that thing changed) tells each watcher, which closes
+ * its socket or not.
  */
 export class LiveHub {
   private readonly byConversation = new Map<string, Set<LiveSubscriber>>();
   private readonly byOrg = new Map<string, Set<LiveSubscriber>>();
-  private readonly closers = new Map<string, Set<() => void>>();
+  private readonly watchers = new Map<string, Set<(change: AccessChange) => void>>();
 
   /** Subscribes to one conversation's events; returns the unsubscribe function (idempotent). */
   subscribeConversation(conversationId: string, sub: LiveSubscriber): () => void {
@@ -104,35 +107,63 @@ export class LiveHub {
     });
   }
 
-  /** Registers `close` to run when `key` is revoked; returns the function that unregisters it. */
-  onRevoked(key: string, close: () => void): () => void {
-    let set = this.closers.get(key);
-    if (set === undefined) this.closers.set(key, (set = new Set()));
-    set.add(close);
+  /**
+   * Calls `listener` with every change of `key` from now on; returns the function that stops it
+   * (idempotent). A socket watches while it is open and stops when it closes.
+   */
+  watchAccess(key: string, listener: (change: AccessChange) => void): () => void {
+    let set = this.watchers.get(key);
+    if (set === undefined) this.watchers.set(key, (set = new Set()));
+    set.add(listener);
     return () => {
-      const s = this.closers.get(key);
+      const s = this.watchers.get(key);
       if (s === undefined) return;
-      s.delete(close);
-      if (s.size === 0) this.closers.delete(key);
+      s.delete(listener);
+      if (s.size === 0) this.watchers.delete(key);
     };
   }
 
-  /** Runs (and forgets) every closer registered under `key`; returns how many ran. A closer that throws does not stop the others. */
-  revoke(key: string): number {
-    const set = this.closers.get(key);
+  /**
+   * Tells every watcher of `key` of `change`; returns how many were told. A watcher that throws does not
+   * stop the others.
+   */
+  accessChanged(key: string, change: AccessChange): number {
+    const set = this.watchers.get(key);
     if (set === undefined) return 0;
-    this.closers.delete(key);
-    for (const close of set) {
-      try { close(); } catch { /* a broken socket must not keep the others open */ }
+    const told = [...set];
+    for (const listener of told) {
+      try { listener(change); } catch { /* a broken socket must not keep the others open */ }
     }
-    return set.size;
+    return told.length;
+  }
+
+  /** Watchers of `key` (tests). */
+  watching(key: string): number {
+    return this.watchers.get(key)?.size ?? 0;
   }
 }
 
-/** The revocation key of a sign-in (its refresh-token family id). */
+/**
+ * A change to what a socket was opened with (src/runtime/access-changes.ts sends them):
+ * - `ended`: it no longer grants anything (`reason` is the error code a new request would get:
+ *   `session_ended`, `invalid_token`, `revoked_api_key`, `unpublished`);
+ * - `role`: the person's role in the organization is now `role` (null: no longer a member).
+ */
+export type AccessChange =
+  | { kind: 'ended'; reason: 'session_ended' | 'invalid_token' | 'revoked_api_key' | 'unpublished' }
+  | { kind: 'role'; role: Role | null };
+
+/** The access key of a sign-in (its refresh-token family id): logout, reuse, password change. */
 export const sessionKey = (sessionId: string): string => `session:${sessionId}`;
-/** The revocation key of a public key. */
+/** The access key of a person: deleted, or their password changed. */
+export const userKey = (userId: string): string => `user:${userId}`;
+/** The access key of a person's membership of one organization: role changed or removed. */
+export const memberKey = (orgId: string, userId: string): string => `member:${orgId}:${userId}`;
+/** The access key of an API key: revoked, or past the grace period of a rotation. */
+export const apiKeyKey = (keyId: string): string => `api_key:${keyId}`;
+/** The access key of a public key: the agent was unpublished (or republished under another key) or deleted. */
 export const publicKeyKey = (publicKey: string): string => `public:${publicKey}`;
+
 
 function add(map: Map<string, Set<LiveSubscriber>>, key: string, sub: LiveSubscriber): () => void {
   let set = map.get(key);

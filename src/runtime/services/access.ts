@@ -1,3 +1,4 @@
+import type { AccessCache } from '../../auth/access-cache.js';
 import type { AccessTokens } from '../../auth/access-tokens.js';
 import { authenticateApiKey, classifyAuthorization, refuseApiKeyInUrl } from '../../auth/authenticate.js';
 import { hashOpaqueToken, isOpaqueToken } from '../../auth/opaque-tokens.js';
@@ -58,7 +59,10 @@ const NOBODY: ApiKeyPrincipal = { kind: 'api_key', orgId: '', credentialId: '' }
 
 /** Turns the credentials of a request into a Caller (SPEC.md 5, API.md "Credentials"). */
 export class AccessService {
-  constructor(private readonly store: Store, private readonly tokens: AccessTokens, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly store: Store, private readonly tokens: AccessTokens, private readonly cache: AccessCache,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /**
    * The caller of a request with these (lower-cased) headers and query, for a route with `rule`. In order:
@@ -66,8 +70,10 @@ export class AccessService {
    * JWT-shaped bearer token is verified in memory (401 `invalid_token` / `expired_token`), anything else
    * checked as an API key (401 `invalid_api_key` / `revoked_api_key`, one store read); a credential kind
    * the route does not take: 403 `forbidden`. For a person on an org-scoped route: no `X-Org-Id`: 400
-   * `missing_org_id`; then one store read: the person no longer exists: 401 `invalid_token`; not a member
-   * of that organization: 403 `not_a_member`; a role the route does not allow: 403 `forbidden`.
+   * `missing_org_id`; then the person's checks (AccessCache: no store read when cached): the person no longer
+   * exists, the token was issued before their `access_valid_after` (a password change), or its sign-in
+   * ended (logout): 401 `invalid_token`; not a member of that organization: 403 `not_a_member`; a role
+   * the route does not allow: 403 `forbidden`.
    * A request with two Authorization headers never gets here (400 `malformed_request` in the transport).
    */
   async authenticate(headers: Record<string, string>, query: URLSearchParams, rule: AccessRule): Promise<Caller> {
@@ -89,7 +95,7 @@ export class AccessService {
     if (rule.roles === null) return { principal: NOBODY, userId: token.userId };
     const orgId = headers['x-org-id']?.trim();
     if (!orgId) throw new AppError('missing_org_id', 'Send the organization as "X-Org-Id: org_..." with a person\'s access token.');
-    const principal = await this.member(orgId, token.userId, token.tokenId, token.sessionId);
+    const principal = await this.member(orgId, token.userId, token.tokenId, token.sessionId, token.issuedAt);
     if (!rule.roles.includes(principal.role)) {
       throw new AppError('forbidden', `The ${principal.role} role cannot do this; it needs ${rule.roles.join(' or ')}.`);
     }
@@ -106,7 +112,7 @@ export class AccessService {
     if (!isOpaqueToken(ticket, 'wst')) throw new AppError('invalid_token', 'The socket ticket is malformed.');
     const rec = await this.store.socketTickets.consume(hashOpaqueToken(ticket), new Date(this.now()).toISOString());
     if (rec === undefined) throw new AppError('invalid_token', 'The socket ticket is unknown, used or expired; ask for a new one.');
-    return this.member(rec.org_id, rec.user_id, 'ticket', rec.session_id);
+    return this.member(rec.org_id, rec.user_id, 'ticket', rec.session_id, Math.floor(Date.parse(rec.created_at) / 1000));
   }
 
   /**
@@ -131,13 +137,29 @@ export class AccessService {
     const verified = await this.tokens.verify(token);
     const orgId = await orgOf();
     if (orgId === undefined) throw new AppError('not_found', 'No such resource.');
-    return this.member(orgId, verified.userId, verified.tokenId, verified.sessionId);
+    return this.member(orgId, verified.userId, verified.tokenId, verified.sessionId, verified.issuedAt);
   }
 
-  /** The person's principal in `orgId`; throws 401 `invalid_token` (no such person) or 403 `not_a_member`. */
-  private async member(orgId: string, userId: string, credentialId: string, sessionId: string | null): Promise<PersonPrincipal> {
-    const check = await this.store.memberships.check(orgId, userId);
+  /**
+   * The person's principal in `orgId`, for a credential issued at `issuedAt` (Unix s) under sign-in
+   * `sessionId`. Throws 401 `invalid_token` (no such person; issued in a second before their
+   * `access_valid_after`; or the sign-in ended) or 403 `not_a_member`.
+   *
+   * `access_valid_after` is compared at the token's resolution, whole seconds (RFC 7519 `iat`): a credential
+   * issued earlier in the same second as a password change passes that check, but the change also ended
+   * every sign-in of the person, so the session check refuses it.
+   */
+  private async member(orgId: string, userId: string, credentialId: string, sessionId: string | null, issuedAt: number): Promise<PersonPrincipal> {
+    const cached = this.cache.member(orgId, userId);
+    const check = cached instanceof Promise ? await cached : cached;
     if (check.status === 'no_user') throw new AppError('invalid_token', 'The person this token was issued to no longer exists.');
+    if (check.access_valid_after !== null && issuedAt < Math.floor(Date.parse(check.access_valid_after) / 1000)) {
+      throw new AppError('invalid_token', 'This token was issued before the password changed; sign in again.');
+    }
+    if (sessionId !== null) {
+      const ended = this.cache.sessionEnded(sessionId);
+      if (ended instanceof Promise ? await ended : ended) throw new AppError('invalid_token', 'This sign-in has ended (signed out); sign in again.');
+    }
     if (check.status === 'not_a_member') throw new AppError('not_a_member', 'You are not a member of this organization.');
     return { kind: 'person', orgId, userId, role: check.role, credentialId, sessionId };
   }

@@ -6,7 +6,7 @@ import { DEFAULT_SAFETY } from '../../moderation/safety-check.js';
 import type { Store } from '../../store/ports.js';
 import { randomBytes } from 'node:crypto';
 import type { AgentDirectory } from '../agent-directory.js';
-import { publicKeyKey, type LiveHub } from '../live/live-hub.js';
+import type { LiveHub } from '../live/live-hub.js';
 import type { AgentPatch, AgentRecord, Page, PageRequest } from '../../store/records.js';
 import type { AgentTool, ModelChoice, SafetySettings } from '../../vocabulary/agent.js';
 
@@ -108,9 +108,8 @@ export class AgentService {
   }
 
   /**
-   * Unpublishes the agent: its public key stops working at once on this instance (public requests get
-   * 404, its open public sockets are closed with 4404) and within the agent cache's lifetime (2 s) on
-   * others sharing the store. A later publish issues a new key. Returns the agent. Throws AppError `not_found`.
+   * Unpublishes the agent: its public key stops working at once (public requests get 404, its open public
+   * sockets are closed with 4404), on other processes sharing the store within the feed's poll (100 ms). A later publish issues a new key. Returns the agent. Throws AppError `not_found`.
    */
   async unpublish(orgId: string, agentId: string): Promise<AgentRecord> {
     const before = await this.get(orgId, agentId);
@@ -121,9 +120,12 @@ export class AgentService {
     return agent;
   }
 
+  /**
+   * The key stops working here at once; its open sockets close when the store feed tells of the change,
+   * on this process and every other (the write recorded an `agent` entry with the key: access-changes.ts).
+   */
   private revokePublicKey(publicKey: string): void {
     this.directory?.invalidatePublicKey(publicKey);
-    this.live?.revoke(publicKeyKey(publicKey));
   }
 
   private async checkReferences(orgId: string, draft: Partial<AgentDraft>): Promise<void> {

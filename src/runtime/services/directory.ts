@@ -48,7 +48,7 @@ export class DirectoryService {
     const now = this.iso();
     const user: UserRecord = {
       id: newId('usr'), email: normalized, password_hash: password === undefined ? null : await this.passwords.hash(password),
-      created_at: now, updated_at: now,
+      access_valid_after: null, created_at: now, updated_at: now,
     };
     if (!(await this.store.users.create(user))) throw invalid('email', 'is already taken by another person');
     return user;

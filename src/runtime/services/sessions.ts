@@ -36,11 +36,6 @@ export interface SessionOptions {
   refreshAbsoluteMs: number;
   /** Current time, ms (default Date.now). */
   now?: () => number;
-  /**
-   * Told the id of a sign-in that just ended (logout, or a spent refresh token presented again), so the
-   * sockets opened under it close (src/runtime/live/live-hub.ts `revoke`).
-   */
-  onSessionEnded?: (sessionId: string) => void;
 }
 
 const badRefresh = (message: string) => new AppError('invalid_refresh_token', message);
@@ -115,7 +110,6 @@ export class SessionService {
     switch (outcome.status) {
       case 'rotated': break;
       case 'reused':
-        this.opts.onSessionEnded?.(outcome.family_id);
         throw badRefresh('The refresh token was already used, so this session has been ended; sign in again.');
       case 'revoked': throw badRefresh('This session has ended; sign in again.');
       case 'expired': throw badRefresh('The refresh token has expired; sign in again.');
@@ -127,17 +121,15 @@ export class SessionService {
   }
 
   /**
-   * Signs out: revokes the family of `refreshToken` (spent or live) and closes the WebSockets opened
-   * under that sign-in (its access tokens' `sid`, its socket tickets). Unknown, malformed and already
-   * revoked tokens are accepted silently (RFC 7009 section 2.2: revocation answers success for them).
+   * Signs out: revokes the family of `refreshToken` (spent or live). Its access tokens are refused from
+   * then on and the WebSockets opened under that sign-in (its tokens' `sid`, its socket tickets) close: the
+   * revocation is a `session` feed entry, which every process applies (src/runtime/access-changes.ts).
+   * Unknown, malformed and already revoked tokens are accepted silently (RFC 7009 section 2.2: revocation
+   * answers success for them).
    */
   async logout(refreshToken: string): Promise<void> {
     if (!isOpaqueToken(refreshToken, 'rt')) return;
-    const hash = hashOpaqueToken(refreshToken);
-    const familyId = await this.store.refreshTokens.familyIdOf(hash);
-    await this.store.refreshTokens.revokeFamilyOf(hash, 'logout', iso(this.now()));
-    // The sockets of this sign-in close too (also when it had already ended: closing twice is harmless).
-    if (familyId !== undefined) this.opts.onSessionEnded?.(familyId);
+    await this.store.refreshTokens.revokeFamilyOf(hashOpaqueToken(refreshToken), 'logout', iso(this.now()));
   }
 
   /** The person `userId` and their organizations. Throws AppError 401 `invalid_token` when they no longer exist. */

@@ -136,6 +136,28 @@ export class WebhookDispatcher {
     }
   }
 
+  /**
+   * The store feed says `orgId`'s endpoints changed (here or on another process sharing the store):
+   * brings this process's actors and the outbox's set of organizations in line with the store.
+   */
+  async reloadOrg(orgId: string): Promise<void> {
+    if (this.closed) return;
+    const { store } = this.opts;
+    const enabled = (await store.webhooks.enabledEndpoints()).filter((e) => e.org_id === orgId);
+    const seen = new Set<string>();
+    for (const e of enabled) {
+      seen.add(e.id);
+      this.endpointChanged(e);
+    }
+    for (const id of [...(this.byOrg.get(orgId) ?? [])]) {
+      if (seen.has(id)) continue;
+      const rec = await store.webhooks.endpointById(id);
+      if (rec === undefined) this.endpointDeleted(id);
+      else this.endpointChanged(rec);
+    }
+    this.opts.outbox.setHasEndpoints(orgId, enabled.length > 0);
+  }
+
   /** An endpoint was deleted: its actor stops (attempts in flight finish; their records find no delivery). */
   endpointDeleted(id: string): void {
     const entry = this.entries.get(id);

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { AgentsPort } from '../ports.js';
 import type { AgentRecord } from '../records.js';
 import { NewestFirstList, toPage } from './pagination.js';
+import { recordChanges, type FeedSignal } from './feed.js';
 import { fromJson, toJson, type Row } from './rows.js';
 
 function agentFromRow(r: Row): AgentRecord {
@@ -18,8 +19,9 @@ function agentFromRow(r: Row): AgentRecord {
 /**
  * AgentsPort on SQLite (table `agents`; `model` in two columns, lists and settings as JSON text); each
  * write is its own transaction. An update reads and writes in one synchronous step, so nothing interleaves.
+ * Changes record an `agent` feed entry in their transaction.
  */
-export function createAgents(db: Database.Database): AgentsPort {
+export function createAgents(db: Database.Database, signal: FeedSignal): AgentsPort {
   const insert = db.prepare(
     `INSERT INTO agents (id, org_id, name, description, instructions, model_provider, model_name, knowledge_base_ids, tools, safety, published, public_key, allowed_origins, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
@@ -32,6 +34,36 @@ export function createAgents(db: Database.Database): AgentsPort {
   const setPublicKey = db.prepare('UPDATE agents SET published = ?, public_key = ?, updated_at = ? WHERE org_id = ? AND id = ?');
   const orgOf = db.prepare('SELECT org_id FROM agents WHERE id = ?');
   const list = new NewestFirstList(db, 'agents', 'org_id = ?', 'agent');
+  const changed = (orgId: string, id: string, at: string, publicKey?: string | null) => {
+    recordChanges(db, [{ kind: 'agent', org_id: orgId, agent_id: id, ...(publicKey ? { public_key: publicKey } : {}) }], at);
+  };
+  const updateTx = db.transaction((orgId: string, id: string, patch: Parameters<AgentsPort['update']>[2], at: string): AgentRecord | undefined => {
+    const cur = byId.get(orgId, id) as Row | undefined;
+    if (!cur) return undefined;
+    const next: AgentRecord = { ...agentFromRow(cur), ...patch, updated_at: at };
+    update.run(next.name, next.description, next.instructions, next.model.provider, next.model.name,
+      toJson(next.knowledge_base_ids), toJson(next.tools), toJson(next.safety), toJson(next.allowed_origins), at, orgId, id);
+    changed(orgId, id, at);
+    return next;
+  });
+  const deleteTx = db.transaction((orgId: string, id: string): boolean => {
+    const cur = byId.get(orgId, id) as Row | undefined;
+    if (!cur || remove.run(orgId, id).changes === 0) return false;
+    changed(orgId, id, new Date().toISOString(), cur.public_key as string | null);
+    return true;
+  });
+  const setPublicKeyTx = db.transaction((orgId: string, id: string, publicKey: string | null, at: string): AgentRecord | undefined => {
+    const cur = byId.get(orgId, id) as Row | undefined;
+    if (!cur) return undefined;
+    setPublicKey.run(publicKey === null ? 0 : 1, publicKey, at, orgId, id);
+    const before = cur.public_key as string | null;
+    changed(orgId, id, at, before !== publicKey ? before : null);
+    return agentFromRow(byId.get(orgId, id) as Row);
+  });
+  const fired = <T>(value: T): T => {
+    if (value !== undefined && value !== false) signal.fire();
+    return value;
+  };
   return {
     async create(a) {
       insert.run(a.id, a.org_id, a.name, a.description, a.instructions, a.model.provider, a.model.name,
@@ -46,23 +78,17 @@ export function createAgents(db: Database.Database): AgentsPort {
       return toPage(list.rows([orgId], page), page, agentFromRow);
     },
     async update(orgId, id, patch, at) {
-      const cur = byId.get(orgId, id) as Row | undefined;
-      if (!cur) return undefined;
-      const next: AgentRecord = { ...agentFromRow(cur), ...patch, updated_at: at };
-      update.run(next.name, next.description, next.instructions, next.model.provider, next.model.name,
-        toJson(next.knowledge_base_ids), toJson(next.tools), toJson(next.safety), toJson(next.allowed_origins), at, orgId, id);
-      return next;
+      return fired(updateTx.immediate(orgId, id, patch, at));
     },
     async delete(orgId, id) {
-      return remove.run(orgId, id).changes > 0;
+      return fired(deleteTx.immediate(orgId, id));
     },
     async findByPublicKey(publicKey) {
       const r = byPublicKey.get(publicKey) as Row | undefined;
       return r ? agentFromRow(r) : undefined;
     },
     async setPublicKey(orgId, id, publicKey, at) {
-      if (setPublicKey.run(publicKey === null ? 0 : 1, publicKey, at, orgId, id).changes === 0) return undefined;
-      return agentFromRow(byId.get(orgId, id) as Row);
+      return fired(setPublicKeyTx.immediate(orgId, id, publicKey, at));
     },
     async orgOf(id) {
       return (orgOf.get(id) as { org_id: string } | undefined)?.org_id;

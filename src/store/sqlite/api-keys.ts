@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ApiKeysPort } from '../ports.js';
 import type { ApiKeyRecord } from '../records.js';
 import { NewestFirstList, toPage } from './pagination.js';
+import { recordChanges, type FeedSignal } from './feed.js';
 import type { Row } from './rows.js';
 
 function apiKeyFromRow(r: Row): ApiKeyRecord {
@@ -17,7 +18,7 @@ function apiKeyFromRow(r: Row): ApiKeyRecord {
  * a conditional UPDATE ends the old key only if it is still usable, and the new key is inserted only if
  * that UPDATE changed a row.
  */
-export function createApiKeys(db: Database.Database): ApiKeysPort {
+export function createApiKeys(db: Database.Database, signal: FeedSignal): ApiKeysPort {
   const insert = db.prepare(
     'INSERT INTO api_keys (id, org_id, name, key_hash, last4, created_at, revoked_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
   const byHash = db.prepare('SELECT * FROM api_keys WHERE key_hash = ?');
@@ -29,12 +30,23 @@ export function createApiKeys(db: Database.Database): ApiKeysPort {
     `UPDATE api_keys SET expires_at = CASE WHEN expires_at IS NULL OR expires_at > @ends THEN @ends ELSE expires_at END WHERE ${usable}`);
   const list = new NewestFirstList(db, 'api_keys', 'org_id = ?', 'API key');
   const add = (k: ApiKeyRecord) => insert.run(k.id, k.org_id, k.name, k.key_hash, k.last4, k.created_at, k.revoked_at, k.expires_at);
+  const changed = (org: string, id: string, at: string) => recordChanges(db, [{ kind: 'api_key', org_id: org, key_id: id }], at);
   const rotate = db.transaction((org: string, id: string, next: ApiKeyRecord, ends: string | null, at: string): boolean => {
-    const changed = ends === null ? endNow.run({ org, id, at }).changes : endLater.run({ org, id, at, ends }).changes;
-    if (changed === 0) return false;
+    const n = ends === null ? endNow.run({ org, id, at }).changes : endLater.run({ org, id, at, ends }).changes;
+    if (n === 0) return false;
     add(next);
+    changed(org, id, at);
     return true;
   });
+  const revokeNow = db.transaction((org: string, id: string, at: string): boolean => {
+    if (revoke.run(at, org, id).changes === 0) return false;
+    changed(org, id, at);
+    return true;
+  });
+  const fired = (done: boolean): boolean => {
+    if (done) signal.fire();
+    return done;
+  };
   return {
     async create(k) {
       add(k);
@@ -51,10 +63,10 @@ export function createApiKeys(db: Database.Database): ApiKeysPort {
       return toPage(list.rows([orgId], page), page, apiKeyFromRow);
     },
     async revoke(orgId, id, at) {
-      return revoke.run(at, orgId, id).changes > 0;
+      return fired(revokeNow.immediate(orgId, id, at));
     },
     async rotate(orgId, id, next, graceEndsAt, at) {
-      return rotate.immediate(orgId, id, next, graceEndsAt, at);
+      return fired(rotate.immediate(orgId, id, next, graceEndsAt, at));
     },
   };
 }

@@ -186,6 +186,16 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE chunks ADD COLUMN embedding_model TEXT;
   ALTER TABLE chunks ADD COLUMN embedding BLOB;
   `,
+  // 10: access that ends everywhere (API.md "Auth endpoints": revocation closes sockets and refuses older
+  // tokens within 1 s, on every process). A person's `access_valid_after` (tokens issued before it are
+  // refused), and the feed: changes other processes must hear of (FeedPort), written in the commit of the
+  // change, numbered in commit order (AUTOINCREMENT: a number is never reused, even after a prune).
+  `
+  ALTER TABLE users ADD COLUMN access_valid_after TEXT;
+  CREATE TABLE feed (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, data TEXT NOT NULL, created_at TEXT NOT NULL);
+  CREATE INDEX feed_created ON feed(created_at);
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

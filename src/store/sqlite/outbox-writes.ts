@@ -11,6 +11,7 @@ import type Database from 'better-sqlite3';
 import { newId } from '../../ids/ids.js';
 import type { AttemptOutcome, ClaimedDelivery, EndpointDisabledReason, OutboxEvent, UsageThreshold, WebhookEndpointPatch, WebhookEndpointRecord } from '../records.js';
 import { fromJson, toJson, type Row } from './rows.js';
+import { recordChanges } from './feed.js';
 
 type Statements = ReturnType<typeof prepare>;
 const cache = new WeakMap<Database.Database, Statements>();
@@ -33,6 +34,7 @@ function prepare(db: Database.Database) {
       `UPDATE webhook_endpoints SET url = @url, description = @description, events = @events, enabled = @enabled,
          disabled_reason = @disabled_reason, failing_since = @failing_since, updated_at = @updated_at WHERE id = @id`),
     deleteEndpoint: db.prepare('DELETE FROM webhook_endpoints WHERE org_id = ? AND id = ?'),
+    orgOfEndpoint: db.prepare('SELECT org_id FROM webhook_endpoints WHERE id = ?'),
     rotate: db.prepare(
       `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = ?, secret = ?, updated_at = ?
        WHERE org_id = ? AND id = ?`),
@@ -161,6 +163,11 @@ export function endpointFromRow(r: Row): WebhookEndpointRecord {
   };
 }
 
+/** Records that `orgId`'s endpoints changed (a `webhooks` feed entry), in the caller's transaction. */
+function endpointsChanged(db: Database.Database, orgId: string, at: string): void {
+  recordChanges(db, [{ kind: 'webhooks', org_id: orgId }], at);
+}
+
 /** The error recorded for an attempt whose outcome was lost (the process stopped during it). */
 export const INTERRUPTED_ATTEMPT = 'interrupted: the server stopped during this attempt, so its outcome is unknown; the delivery is sent again';
 
@@ -172,6 +179,7 @@ export const OUTBOX_WRITES = {
   },
   createEndpoint(db: Database.Database, e: WebhookEndpointRecord): void {
     statements(db).insertEndpoint.run({ ...e, events: toJson(e.events), enabled: e.enabled ? 1 : 0 });
+    endpointsChanged(db, e.org_id, e.created_at);
   },
   updateEndpoint(db: Database.Database, a: { orgId: string; id: string; patch: WebhookEndpointPatch; at: string }): WebhookEndpointRecord | undefined {
     const sql = statements(db);
@@ -182,18 +190,25 @@ export const OUTBOX_WRITES = {
     if (a.patch.enabled === true && !cur.enabled) { next.disabled_reason = null; next.failing_since = null; }
     if (a.patch.enabled === false && cur.enabled) next.disabled_reason = 'manual';
     sql.updateEndpoint.run({ ...next, events: toJson(next.events), enabled: next.enabled ? 1 : 0 });
+    endpointsChanged(db, a.orgId, a.at);
     return next;
   },
   deleteEndpoint(db: Database.Database, a: { orgId: string; id: string }): boolean {
-    return statements(db).deleteEndpoint.run(a.orgId, a.id).changes > 0;
+    if (statements(db).deleteEndpoint.run(a.orgId, a.id).changes === 0) return false;
+    endpointsChanged(db, a.orgId, new Date().toISOString());
+    return true;
   },
   rotateSecret(db: Database.Database, a: { orgId: string; id: string; secret: string; previousExpiresAt: string | null; at: string }): WebhookEndpointRecord | undefined {
     const sql = statements(db);
     if (sql.rotate.run(a.previousExpiresAt, a.secret, a.at, a.orgId, a.id).changes === 0) return undefined;
+    endpointsChanged(db, a.orgId, a.at);
     return endpointFromRow(sql.endpointById.get(a.orgId, a.id) as Row);
   },
   disableEndpoint(db: Database.Database, a: { id: string; reason: EndpointDisabledReason; at: string }): void {
-    statements(db).disable.run(a.reason, a.at, a.id);
+    const sql = statements(db);
+    if (sql.disable.run(a.reason, a.at, a.id).changes === 0) return;
+    const org = sql.orgOfEndpoint.get(a.id) as { org_id: string } | undefined;
+    if (org !== undefined) endpointsChanged(db, org.org_id, a.at);
   },
   enqueueTo(db: Database.Database, a: { orgId: string; endpointId: string; event: OutboxEvent }): string | undefined {
     const sql = statements(db);

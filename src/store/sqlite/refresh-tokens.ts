@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { RefreshTokensPort } from '../ports.js';
 import type { RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord } from '../records.js';
+import { recordChanges, type FeedSignal } from './feed.js';
 import type { Row } from './rows.js';
 
 function familyFromRow(r: Row): RefreshFamilyRecord {
@@ -19,7 +20,7 @@ function familyFromRow(r: Row): RefreshFamilyRecord {
  * row, whatever process they run in. Only when it changed nothing does a read say why, and a token
  * found spent revokes its family in the same IMMEDIATE transaction (RFC 9700 section 4.14.2).
  */
-export function createRefreshTokens(db: Database.Database): RefreshTokensPort {
+export function createRefreshTokens(db: Database.Database, signal: FeedSignal): RefreshTokensPort {
   const sql = {
     insertFamily: db.prepare(
       'INSERT INTO refresh_families (id, user_id, created_at, absolute_expires_at, revoked_at, revoked_reason) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -34,10 +35,29 @@ export function createRefreshTokens(db: Database.Database): RefreshTokensPort {
     revokeFamily: db.prepare('UPDATE refresh_families SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL'),
     revokeFamilyOf: db.prepare(
       `UPDATE refresh_families SET revoked_at = ?, revoked_reason = ?
-       WHERE revoked_at IS NULL AND id = (SELECT family_id FROM refresh_tokens WHERE token_hash = ?)`),
+       WHERE revoked_at IS NULL AND id = (SELECT family_id FROM refresh_tokens WHERE token_hash = ?)
+       RETURNING id, user_id`),
     familyIdOf: db.prepare('SELECT family_id FROM refresh_tokens WHERE token_hash = ?'),
-    revokeAllOf: db.prepare('UPDATE refresh_families SET revoked_at = ?, revoked_reason = ? WHERE user_id = ? AND revoked_at IS NULL'),
+    revokeAllOf: db.prepare('UPDATE refresh_families SET revoked_at = ?, revoked_reason = ? WHERE user_id = ? AND revoked_at IS NULL RETURNING id, user_id'),
     prune: db.prepare('DELETE FROM refresh_families WHERE absolute_expires_at < ?'),
+  };
+
+  /** Records a `session` feed entry per revoked family (in the caller's transaction). */
+  const ended = (families: Array<{ id: string; user_id: string }>, at: string) =>
+    recordChanges(db, families.map((f) => ({ kind: 'session', session_id: f.id, user_id: f.user_id })), at);
+  const revokeFamilyOf = db.transaction((hash: string, reason: string, at: string): boolean => {
+    const rows = sql.revokeFamilyOf.all(at, reason, hash) as Array<{ id: string; user_id: string }>;
+    ended(rows, at);
+    return rows.length > 0;
+  });
+  const revokeAllOf = db.transaction((userId: string, reason: string, at: string): number => {
+    const rows = sql.revokeAllOf.all(at, reason, userId) as Array<{ id: string; user_id: string }>;
+    ended(rows, at);
+    return rows.length;
+  });
+  const fired = <T>(value: T, changed: boolean): T => {
+    if (changed) signal.fire();
+    return value;
   };
 
   const startFamily = db.transaction((f: RefreshFamilyRecord, t: RefreshTokenRecord) => {
@@ -58,7 +78,10 @@ export function createRefreshTokens(db: Database.Database): RefreshTokensPort {
     if (t === undefined) return { status: 'unknown' };
     if (t.revoked_at !== null) return { status: 'revoked' };
     if (t.used_at !== null) {
-      sql.revokeFamily.run(at, 'reuse', t.family_id);
+      if (sql.revokeFamily.run(at, 'reuse', t.family_id).changes > 0) {
+        const f = familyFromRow(sql.family.get(t.family_id) as Row);
+        ended([{ id: f.id, user_id: f.user_id }], at);
+      }
       return { status: 'reused', family_id: t.family_id };
     }
     return { status: 'expired' };
@@ -69,16 +92,19 @@ export function createRefreshTokens(db: Database.Database): RefreshTokensPort {
       startFamily.immediate(family, first);
     },
     async rotate(hash, next, at) {
-      return rotate.immediate(hash, next, at);
+      const outcome = rotate.immediate(hash, next, at);
+      return fired(outcome, outcome.status === 'reused');
     },
     async revokeFamilyOf(hash, reason, at) {
-      return sql.revokeFamilyOf.run(at, reason, hash).changes > 0;
+      const done = revokeFamilyOf.immediate(hash, reason, at);
+      return fired(done, done);
     },
     async familyIdOf(hash) {
       return (sql.familyIdOf.get(hash) as { family_id: string } | undefined)?.family_id;
     },
     async revokeAllOf(userId, reason, at) {
-      return sql.revokeAllOf.run(at, reason, userId).changes;
+      const n = revokeAllOf.immediate(userId, reason, at);
+      return fired(n, n > 0);
     },
     async getFamily(id) {
       const r = sql.family.get(id) as Row | undefined;

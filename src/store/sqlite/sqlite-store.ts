@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { join } from 'node:path';
 import type { Store } from '../ports.js';
 import { createAgents } from './agents.js';
+import { createFeed, FeedSignal } from './feed.js';
 import { createApiKeys } from './api-keys.js';
 import { createConversations } from './conversations.js';
 import { openDatabase, type SqliteSync } from './database.js';
@@ -53,21 +54,23 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
   const reader = (opts.reader ?? 'worker') === 'worker' ? createWorkerReader(file) : createMainThreadReader(db);
   const { stop: stopKnowledge, ...knowledge } = createKnowledge(db, writer, { chunkSliceChunks: opts.chunkSliceChunks, vectorSliceMs: opts.vectorSliceMs, reader });
   const ping = db.prepare('SELECT 1');
+  const signal = new FeedSignal();
   return {
     kind: 'sqlite',
     db,
     organizations: createOrganizations(db),
-    apiKeys: createApiKeys(db),
-    users: createUsers(db),
-    memberships: createMemberships(db),
-    refreshTokens: createRefreshTokens(db),
+    feed: createFeed(db, signal),
+    apiKeys: createApiKeys(db, signal),
+    users: createUsers(db, signal),
+    memberships: createMemberships(db, signal),
+    refreshTokens: createRefreshTokens(db, signal),
     signingKeys: createSigningKeys(db),
     socketTickets: createSocketTickets(db),
-    agents: createAgents(db),
+    agents: createAgents(db, signal),
     knowledge,
     conversations: createConversations(db, writer),
     toolRuns: createToolRuns(db),
-    webhooks: createWebhooks(db, writer),
+    webhooks: createWebhooks(db, writer, signal),
     usage: createUsage(db, writer),
     async ping() {
       ping.get();

@@ -4,6 +4,7 @@ import type { AttemptRecord, DeliveryRecord, DeliveryStatus, OutboxEvent, UsageD
 import { endpointFromRow } from './outbox-writes.js';
 import { NewestFirstList, toPage } from './pagination.js';
 import { fromJson, type Row } from './rows.js';
+import type { FeedSignal } from './feed.js';
 import type { ConversationWriter } from './writer.js';
 
 function deliveryFromRow(r: Row): DeliveryRecord {
@@ -24,7 +25,9 @@ function deliveryFromRow(r: Row): DeliveryRecord {
  * rate share commits and their fsyncs stay off the event loop. The writes are in outbox-writes.ts.
  * Lease claims are exclusive because every write is applied by that one writer, one at a time.
  */
-export function createWebhooks(db: Database.Database, writer: ConversationWriter): WebhooksPort {
+export function createWebhooks(db: Database.Database, writer: ConversationWriter, signal: FeedSignal): WebhooksPort {
+  /** Endpoint writes record a `webhooks` feed entry in their commit: this process hears of it once committed. */
+  const fired = <T>(p: Promise<T>): Promise<T> => p.then((v) => { signal.fire(); return v; });
   const sql = {
     endpoint: db.prepare('SELECT * FROM webhook_endpoints WHERE org_id = ? AND id = ?'),
     endpointById: db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?'),
@@ -44,7 +47,7 @@ export function createWebhooks(db: Database.Database, writer: ConversationWriter
 
   return {
     createEndpoint(rec) {
-      return writer.run('createEndpoint', rec);
+      return fired(writer.run('createEndpoint', rec));
     },
     async getEndpoint(orgId, id) {
       const r = sql.endpoint.get(orgId, id) as Row | undefined;
@@ -58,16 +61,16 @@ export function createWebhooks(db: Database.Database, writer: ConversationWriter
       return toPage(endpoints.rows([orgId], page), page, endpointFromRow);
     },
     updateEndpoint(orgId, id, patch, at) {
-      return writer.run('updateEndpoint', { orgId, id, patch, at });
+      return fired(writer.run('updateEndpoint', { orgId, id, patch, at }));
     },
     deleteEndpoint(orgId, id) {
-      return writer.run('deleteEndpoint', { orgId, id });
+      return fired(writer.run('deleteEndpoint', { orgId, id }));
     },
     rotateSecret(orgId, id, secret, previousExpiresAt, at) {
-      return writer.run('rotateSecret', { orgId, id, secret, previousExpiresAt, at });
+      return fired(writer.run('rotateSecret', { orgId, id, secret, previousExpiresAt, at }));
     },
     disableEndpoint(id, reason, at) {
-      return writer.run('disableEndpoint', { id, reason, at });
+      return fired(writer.run('disableEndpoint', { id, reason, at }));
     },
     async orgsWithEndpoints() {
       return (sql.orgs.all() as Array<{ org_id: string }>).map((r) => r.org_id);

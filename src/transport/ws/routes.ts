@@ -8,12 +8,12 @@
  * with `Retry-After`.
  */
 import { AppError } from '../../errors/app-error.js';
-import { publicKeyKey, sessionKey } from '../../runtime/live/live-hub.js';
+import { apiKeyKey, memberKey, publicKeyKey, sessionKey, userKey } from '../../runtime/live/live-hub.js';
 import type { Principal } from '../../runtime/services/access.js';
 import { originAllowed } from '../../runtime/services/public.js';
 import type { Services } from '../http/services.js';
 import { CLOSE, closeFor, type SocketSession } from './socket.js';
-import { ChatSession, InboxSession, ListenSession, OperatorSession, type Revocation, type SocketServices } from './sessions.js';
+import { ChatSession, InboxSession, ListenSession, OperatorSession, type SocketAccess, type SocketServices } from './sessions.js';
 
 /** The upgrade request, copied out of the server's request object. */
 export interface UpgradeRequest {
@@ -41,13 +41,20 @@ export interface SocketRouteDef {
   accept(req: UpgradeRequest): Promise<UpgradeOutcome>;
 }
 
-/** A person's socket closes when their sign-in ends (logout, refresh-token reuse). */
-function revocationOf(principal: Principal): Revocation | undefined {
-  if (principal.kind !== 'person' || principal.sessionId === null) return undefined;
-  return { key: sessionKey(principal.sessionId), code: CLOSE.unauthenticated, reason: 'session_ended' };
+/**
+ * What a socket opened by `principal` watches (API.md "Auth endpoints"): a person's socket closes when their
+ * sign-in ends (logout, reuse, password change), when they are deleted, and when their membership of the
+ * socket's organization changes; an API key's when the key is revoked or its grace period ends.
+ */
+function accessOf(principal: Principal): SocketAccess {
+  if (principal.kind === 'api_key') return { keys: [apiKeyKey(principal.credentialId)], endsAt: principal.expiresAt ?? null };
+  const keys = [userKey(principal.userId), memberKey(principal.orgId, principal.userId)];
+  if (principal.sessionId !== null) keys.push(sessionKey(principal.sessionId));
+  return { keys, role: principal.role };
 }
 
-const UNPUBLISHED = (publicKey: string): Revocation => ({ key: publicKeyKey(publicKey), code: CLOSE.notFound, reason: 'unpublished' });
+/** A published agent's sockets close when its public key stops working (unpublished, republished, deleted). */
+const UNPUBLISHED = (publicKey: string): SocketAccess => ({ keys: [publicKeyKey(publicKey)] });
 
 /** Runs `accept`, turning a thrown error into an immediate close (or an HTTP answer for Origin and rate limits). */
 function guarded(accept: (req: UpgradeRequest) => Promise<UpgradeOutcome>): (req: UpgradeRequest) => Promise<UpgradeOutcome> {
@@ -81,7 +88,7 @@ export function socketRoutes(s: Services, socket: SocketServices): SocketRouteDe
         const agentId = req.params.agent_id!;
         const principal = await s.access.authenticateSocket(req.headers, req.query, () => s.agents.orgOf(agentId));
         await s.agents.get(principal.orgId, agentId);
-        return { kind: 'open', session: new ChatSession(socket, { kind: 'api', orgId: principal.orgId, agentId }, revocationOf(principal)) };
+        return { kind: 'open', session: new ChatSession(socket, { kind: 'api', orgId: principal.orgId, agentId }, accessOf(principal)) };
       }),
     },
     {
@@ -112,7 +119,7 @@ export function socketRoutes(s: Services, socket: SocketServices): SocketRouteDe
         const after = req.query.get('after_message_id');
         if (after !== null && !/^msg_[0-9A-Za-z]{1,64}$/.test(after)) throw new AppError('validation_failed', 'after_message_id must be a msg_ id.');
         const catchUp = after === null ? undefined : { afterId: after };
-        return { kind: 'open', session: new OperatorSession(socket, principal.orgId, conversationId, catchUp, revocationOf(principal)) };
+        return { kind: 'open', session: new OperatorSession(socket, principal.orgId, conversationId, catchUp, accessOf(principal)) };
       }),
     },
     {
@@ -125,7 +132,7 @@ export function socketRoutes(s: Services, socket: SocketServices): SocketRouteDe
           return named;
         });
         if (named !== undefined && named !== principal.orgId) throw new AppError('forbidden', 'This credential belongs to another organization.');
-        return { kind: 'open', session: new InboxSession(socket, principal.orgId, revocationOf(principal)) };
+        return { kind: 'open', session: new InboxSession(socket, principal.orgId, accessOf(principal)) };
       }),
     },
   ];

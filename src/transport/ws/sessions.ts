@@ -5,11 +5,12 @@
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../log/logger.js';
 import type { ChatInput, ChatService } from '../../runtime/chat-service.js';
-import type { LiveEvent } from '../../runtime/live/live-hub.js';
+import type { AccessChange, LiveEvent } from '../../runtime/live/live-hub.js';
 import type { ConversationService } from '../../runtime/services/conversations.js';
 import type { PublicService } from '../../runtime/services/public.js';
 import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
 import type { AgentRecord, MessageRecord } from '../../store/records.js';
+import type { Role } from '../../vocabulary/role.js';
 import {
   ChatClientFrame, InboxClientFrame, ListenClientFrame, OperatorClientFrame, parseFrame,
   type ChatClientFrame as ChatFrame,
@@ -30,30 +31,71 @@ export interface SocketServices {
   authTimeoutMs: number;
 }
 
-/** A revocation a socket registers when it opens: `key` revoked (logout, unpublish) closes it with `code`. */
-export interface Revocation {
-  key: string;
-  code: number;
-  reason: string;
+/**
+ * What a socket was opened with, so that it closes when that is taken away (API.md "Auth endpoints":
+ * within 1 s, on every process): the LiveHub access keys it watches (its sign-in, person and membership;
+ * its API key; its public key), the role it was opened with, and when its credential ends by itself.
+ */
+export interface SocketAccess {
+  keys: string[];
+  /** A person's role in the socket's organization when it opened: a change to another role closes it. */
+  role?: Role | undefined;
+  /** When the credential stops working (the end of a rotated API key's grace period), ms since the epoch. */
+  endsAt?: number | null | undefined;
 }
 
-/** Common plumbing: the port, revocation, a frame refused. */
+/** Longest delay setTimeout takes, ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * The close a change of a socket's access asks for, or undefined when the socket stays open:
+ * ended -> 4401 with the error code (4404 `unpublished`); no longer a member -> 4403 `not_a_member`;
+ * another role -> 4401 `role_changed` (the client opens a new socket, under its new role).
+ */
+export function closeForAccess(change: AccessChange, openedAs: Role | undefined): { code: number; reason: string } | undefined {
+  if (change.kind === 'ended') return { code: change.reason === 'unpublished' ? CLOSE.notFound : CLOSE.unauthenticated, reason: change.reason };
+  if (change.role === null) return { code: CLOSE.forbidden, reason: 'not_a_member' };
+  return change.role === openedAs ? undefined : { code: CLOSE.unauthenticated, reason: 'role_changed' };
+}
+
+/** Common plumbing: the port, access watching, a frame refused. */
 abstract class BaseSession implements SocketSession {
   protected port!: SocketPort;
-  private unregister: (() => void) | undefined;
+  private unwatch: Array<() => void> = [];
+  private endTimer: NodeJS.Timeout | undefined;
 
-  constructor(protected readonly s: SocketServices, private readonly revocation: Revocation | undefined) {}
+  constructor(protected readonly s: SocketServices, private readonly access: SocketAccess | undefined) {}
 
   open(port: SocketPort): void {
     this.port = port;
-    const r = this.revocation;
-    if (r !== undefined) this.unregister = this.s.chat.live.onRevoked(r.key, () => port.close(r.code, r.reason));
+    const a = this.access;
+    if (a !== undefined) {
+      const onChange = (change: AccessChange) => {
+        const close = closeForAccess(change, a.role);
+        if (close !== undefined) port.close(close.code, close.reason);
+      };
+      this.unwatch = a.keys.map((key) => this.s.chat.live.watchAccess(key, onChange));
+      if (a.endsAt !== undefined && a.endsAt !== null) this.endAt(a.endsAt);
+    }
     this.opened();
   }
 
   closed(): void {
-    this.unregister?.();
+    for (const off of this.unwatch) off();
+    this.unwatch = [];
+    clearTimeout(this.endTimer);
     this.release();
+  }
+
+  /** Closes the socket with 4401 `revoked_api_key` at `endsAt` (ms), re-arming past setTimeout's range. */
+  private endAt(endsAt: number): void {
+    const wait = endsAt - Date.now();
+    if (wait <= 0) {
+      this.port.close(CLOSE.unauthenticated, 'revoked_api_key');
+      return;
+    }
+    this.endTimer = setTimeout(() => this.endAt(endsAt), Math.min(wait, MAX_TIMER_MS));
+    this.endTimer.unref();
   }
 
   abstract message(text: string): void;
@@ -85,8 +127,8 @@ export class ChatSession extends BaseSession {
   private followerOrUndefined: TurnFollower | undefined;
   private pushes: Map<string, () => void> | undefined;
 
-  constructor(s: SocketServices, private readonly target: ChatTarget, revocation?: Revocation) {
-    super(s, revocation);
+  constructor(s: SocketServices, private readonly target: ChatTarget, access?: SocketAccess) {
+    super(s, access);
   }
 
   private get follower(): TurnFollower {
@@ -233,8 +275,8 @@ export class ListenSession extends BaseSession {
   private readonly follower: TurnFollower;
   private done = false;
 
-  constructor(s: SocketServices, private readonly publicKey: string, private readonly conversationId: string, revocation?: Revocation) {
-    super(s, revocation);
+  constructor(s: SocketServices, private readonly publicKey: string, private readonly conversationId: string, access?: SocketAccess) {
+    super(s, access);
     this.follower = new TurnFollower((f) => this.port.send(f), s.frames, () => {});
   }
 
@@ -317,9 +359,9 @@ export class OperatorSession extends BaseSession {
 
   constructor(
     s: SocketServices, private readonly orgId: string, private readonly conversationId: string,
-    private readonly catchUp: { afterId: string | undefined } | undefined, revocation?: Revocation,
+    private readonly catchUp: { afterId: string | undefined } | undefined, access?: SocketAccess,
   ) {
-    super(s, revocation);
+    super(s, access);
     this.follower = new TurnFollower((f) => this.port.send(f), s.frames, () => {});
   }
 
@@ -375,8 +417,8 @@ export class OperatorSession extends BaseSession {
 export class InboxSession extends BaseSession {
   private unsubscribe: (() => void) | undefined;
 
-  constructor(s: SocketServices, private readonly orgId: string, revocation?: Revocation) {
-    super(s, revocation);
+  constructor(s: SocketServices, private readonly orgId: string, access?: SocketAccess) {
+    super(s, access);
   }
 
   protected override opened(): void {
