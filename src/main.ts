@@ -12,7 +12,8 @@ import { installFailurePolicy } from './process-policy.js';
 async function main(): Promise<void> {
   const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
   const config = loadConfig(process.env, projectRoot);
-  const parley = await startParley(config);
+  // Ready (GET /readyz) only once the first-start bootstrap below has written its credentials file.
+  const parley = await startParley(config, { deferReady: true });
   const { logger } = parley;
   installFailurePolicy(parley.logger, () => parley.close());
 
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
       logger.info({ credentials_file: join(config.dataDir, CREDENTIALS_FILE) }, 'existing data reused');
     }
   }
+  parley.ready();
 
 }
 

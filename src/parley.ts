@@ -59,6 +59,17 @@ import { SseHub } from './transport/sse/sse-writer.js';
 import { loadDashboard, loadWidget } from './transport/static/static-site.js';
 import { loadWidgetPreview } from './transport/static/widget-preview.js';
 import { startUwsServer } from './transport/uws/server.js';
+import { internalRoutes } from './transport/http/routes/internal.js';
+import { newId } from './ids/ids.js';
+import { PeerClient } from './cluster/peer-client.js';
+import { ProcessRegistry } from './cluster/process-registry.js';
+import { verifyInternal, INTERNAL_HEADER } from './cluster/internal-auth.js';
+import { newClusterSecret } from './store/sqlite/leases.js';
+import type { LeaseOwner } from './store/records.js';
+import { INTERRUPTED } from './runtime/chat-service.js';
+
+/** The error stored on a turn cut short by a crash (API.md "Chat": a `failed` agent message, code `interrupted`). */
+export { INTERRUPTED };
 
 /** A running Parley instance. */
 export interface Parley {
@@ -80,7 +91,14 @@ export interface Parley {
   readonly sockets: number;
   /** The webhook dispatcher (tests read an endpoint actor's state). */
   webhooks: WebhookDispatcher;
+  /** This process in the store (its id and the address its neighbours reach it at). */
+  readonly self: LeaseOwner;
   logger: Logger;
+  /**
+   * Marks this process ready (GET /readyz 200): for a caller that started it with `deferReady` and has
+   * finished its own start-up work (the first-start bootstrap and its credentials file).
+   */
+  ready(): void;
   /**
    * Graceful stop (SIGTERM): stop accepting connections, refuse new turns, let running turns finish
    * up to `shutdownGraceMs`, then close streams, the worker pool and the store.
@@ -92,7 +110,7 @@ export interface Parley {
  * Composition root: config -> store -> runtime -> transport (DESIGN.md). Starts listening before it
  * resolves. Throws when the port cannot be bound or uWebSockets.js has no native build.
  */
-export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store } = {}): Promise<Parley> {
+export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store; deferReady?: boolean } = {}): Promise<Parley> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   // API-key lookups (one per API-key request) are cached; revocations through this instance apply at once.
   const store = withApiKeyCache(opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter, reader: config.sqliteReader }));
@@ -111,6 +129,16 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   if (store.commits !== undefined) metrics.watchCommits(store.commits.bind(store));
   const outbox = new Outbox();
   const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder);
+  // Ready (GET /readyz) once start-up recovery is done, and the first-start bootstrap when the caller runs one.
+  let started = false;
+  // This process among those serving the store (DESIGN.md "Several processes"); its address is known
+  // once the server listens (port 0 in tests), before the first request is served.
+  const self: LeaseOwner = { id: newId('proc'), url: config.cluster.advertiseUrl ?? '' };
+  const clusterSecret = await store.processes.clusterSecret(newClusterSecret());
+  const peers = new PeerClient({ processId: self.id, secret: clusterSecret });
+  const registry = new ProcessRegistry(store.processes, self, {
+    heartbeatMs: Math.max(100, Math.min(2000, Math.floor(config.cluster.leaseMs / 3))), deadAfterMs: config.cluster.leaseMs, logger,
+  });
   const agentDirectory = new AgentDirectory(store);
   const live = new LiveHub();
   // HTTP tools reach customers' endpoints only through the outbound guard (public addresses unless allowed).
@@ -129,12 +157,19 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     },
     onTurnEnd: (_turn, outcome) => metrics.turns.inc({ outcome }),
     outbox,
+    cluster: { self, leaseMs: config.cluster.leaseMs, registry, peers },
   });
   const sender = new WebhookSender({ allowPrivate: config.webhooks.allowPrivate, timeoutMs: config.webhooks.timeoutMs });
   const dispatcher = new WebhookDispatcher({
     store, logger, sender, outbox, retryScheduleMs: config.webhooks.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS,
     maxInFlight: config.webhooks.maxInFlight, disableAfterMs: config.webhooks.disableAfterMs,
     leaseMs: config.webhooks.timeoutMs * 3, sweepIntervalMs: config.webhooks.sweepMs, userAgent: `Parley/${PARLEY_VERSION}`,
+    owner: self.id,
+  });
+  // A neighbour found dead: its conversations and its webhook deliveries are taken over now.
+  registry.onDead(async (id) => {
+    await chat.placement.takeOverFrom(id).catch((err: unknown) => logger.error({ err, process_id: id }, 'could not take over a gone process\'s conversations'));
+    await dispatcher.ownerGone(id).catch((err: unknown) => logger.error({ err, process_id: id }, 'could not take over a gone process\'s webhook deliveries'));
   });
 
   const accessTokens = new AccessTokens(store.signingKeys);
@@ -163,7 +198,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     public: new PublicService(store, agentDirectory, chat, config.publicLimits),
     knowledgeBases: new KnowledgeBaseService(store, knowledge, search),
     conversations: new ConversationService(store),
-    health: new HealthService(store, () => chat.isDraining),
+    health: new HealthService(store, () => chat.isDraining, () => started),
     webhooks: new WebhookService(store, dispatcher, outbox, config.webhooks.allowPrivate),
     usage: new UsageService(store),
     metricsText: () => metrics.text(),
@@ -181,19 +216,27 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   await dispatcher.start();
   await feed.start();
   await recover(store, knowledge, outbox, logger);
+  const internal = internalRoutes(services, () => self.id);
   const sse = new SseHub({ heartbeatMs: config.heartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes, logger });
   const dashboard = loadDashboard(config.dashboardDir);
   if (!dashboard.available) logger.warn({ dir: config.dashboardDir }, 'the dashboard is not built (npm run build): /dashboard answers 404');
   const widget = loadWidget(config.widgetDir);
   if (!widget.available) logger.warn({ dir: config.widgetDir }, 'the widget is not built (npm run build): /widget.js answers 404');
   const server = await startUwsServer({
-    host: config.host, port: config.port, router: new Router(routes),
-    dispatch: createDispatcher(access, (publicKey) => services.public.allowedOrigins(publicKey)),
+    host: config.host, port: config.port, router: new Router([...routes, ...internal]), internalPort: config.cluster.internalPort,
+    dispatch: createDispatcher(access, (publicKey) => services.public.allowedOrigins(publicKey),
+      (req) => verifyInternal(clusterSecret, req.headers[INTERNAL_HEADER], req.method, req.path, req.body) !== undefined),
     sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard, widget, loadWidgetPreview()],
     sockets: { routes: sockets, maxBufferedBytes: config.ws.maxBufferedBytes, idleTimeoutS: config.ws.idleTimeoutS },
     allowedOrigins: (publicKey) => services.public.allowedOrigins(publicKey),
   });
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  if (self.url === '') self.url = `http://${shownHost}:${server.internalPort ?? server.port}`;
+  // Recovery by the living: registered, neighbours that are gone found (their work taken over), then the
+  // leases this process holds renewed and abandoned ones swept.
+  await registry.start(peers, config.cluster.replaces);
+  await chat.placement.start();
+  if (!opts.deferReady) started = true;
 
   let closing: Promise<void> | undefined;
   return {
@@ -207,13 +250,22 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     events: bus,
     get sockets() { return server.sockets; },
     webhooks: dispatcher,
+    self,
     logger,
+    ready() { started = true; },
     close() {
       closing ??= (async () => {
-        server.stopListening();
+        // The record says "draining" before the port closes: neighbours that find it closed then wait for
+        // this process's heartbeat instead of taking its conversations over (src/cluster/process-registry.ts).
+        // The internal port, when there is one, stays open for them until the end.
+        await registry.draining();
+        server.stopListening('public');
         await chat.drain(config.shutdownGraceMs);
         await feed.stop();
         stopAccessChanges();
+        await registry.stop();
+        server.stopListening('all');
+        await peers.close();
         server.closeAll();
         sse.close();
         await knowledge.settled();
@@ -247,17 +299,13 @@ function readVersion(): string {
   return '0.0.0';
 }
 
-/** The error stored on a turn cut short by a crash (API.md "Chat": a `failed` agent message, code `interrupted`). */
-export const INTERRUPTED = {
-  type: 'api_error', code: 'interrupted',
-  message: 'The server stopped during this turn, so the reply was not finished; send the message again.',
-} as const;
-
 /**
  * Start-up recovery, before the server listens (nothing a client was told about is lost, and nothing is
- * left hanging): every turn with a stored visitor message and no agent reply gets a failed reply with
- * code `interrupted`, stored with its `message.created` webhook event like any other reply (docs/webhooks.md),
- * and every document left `processing` is ingested again from its stored upload.
+ * left hanging): the turns of conversations stored before leases existed (no lease: no process can be
+ * running them) that have a visitor message and no agent reply get a failed reply with code
+ * `interrupted`, stored with its `message.created` webhook event like any other reply (docs/webhooks.md),
+ * and every document left `processing` is ingested again from its stored upload. The cut turns of
+ * conversations with a lease are the business of the process that takes the lease over (Placement).
  */
 async function recover(store: Store, knowledge: KnowledgeService, outbox: Outbox, logger: Logger): Promise<void> {
   const at = new Date().toISOString();
@@ -266,7 +314,7 @@ async function recover(store: Store, knowledge: KnowledgeService, outbox: Outbox
     const stored = outbox.events(message.org_id, [messageCreated(message, agent_id)], at);
     if (stored !== undefined) events.push(...stored);
     return stored;
-  });
+  }, 'unleased');
   outbox.committed(events);
   if (interrupted.length > 0) {
     logger.warn({ turns: interrupted.length, conversations: new Set(interrupted.map((t) => t.conversation_id)).size }, 'turns cut short by an earlier stop stored as failed (interrupted)');

@@ -43,6 +43,11 @@ const EnvSchema = z.object({
   PARLEY_SHUTDOWN_GRACE_MS: int(10_000, 0),
   PARLEY_TURN_REPLAY_MS: int(5 * 60_000, 0),
   PARLEY_FEED_POLL_MS: int(100, 5, 1000),
+  PARLEY_ADVERTISE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  PARLEY_INTERNAL_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  PARLEY_LEASE_MS: int(10_000, 300, 600_000),
+  PARLEY_PROCESSES: z.union([z.literal('auto'), z.coerce.number().int().min(1).max(256)]).default(1),
+  PARLEY_REPLACES_PROCESS: z.string().regex(/^proc_[0-9A-Z]{26}$/).optional(),
   PARLEY_BOOTSTRAP: bool(true),
   PARLEY_DOCS_DIR: z.string().optional(),
   PARLEY_DASHBOARD_DIR: z.string().optional(),
@@ -163,6 +168,15 @@ export interface Config {
    * key, a removed member, an unpublished agent), ms; this process's own changes apply at once.
    */
   feedPollMs: number;
+  /**
+   * Several processes on one store (DESIGN.md "Several processes", docs/scaling.md): the address the
+   * neighbours reach this process at (default `http://127.0.0.1:<internal port, else port>`), a second
+   * port this process also listens on, for its neighbours (PARLEY_PROCESSES gives each child one: the
+   * shared port cannot reach one process in particular), how long a conversation lease lasts (ms), how
+   * many processes `npm start` runs on the shared port (`auto`: one per core), and the id of the process
+   * this one replaces (set by the primary process for a child it restarts: that one is dead).
+   */
+  cluster: { advertiseUrl: string | undefined; internalPort: number | undefined; leaseMs: number; processes: number; replaces: string | undefined };
   /** Create the demo organization, agent and key on first start with an empty data dir. */
   bootstrap: boolean;
   /** Folder ingested as the demo knowledge base; default: the project's docs/. */
@@ -264,6 +278,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownGraceMs: e.PARLEY_SHUTDOWN_GRACE_MS,
     turnReplayMs: e.PARLEY_TURN_REPLAY_MS,
     feedPollMs: e.PARLEY_FEED_POLL_MS,
+    cluster: {
+      advertiseUrl: e.PARLEY_ADVERTISE_URL?.replace(/\/+$/, ''), internalPort: e.PARLEY_INTERNAL_PORT, leaseMs: e.PARLEY_LEASE_MS,
+      processes: e.PARLEY_PROCESSES === 'auto' ? availableParallelism() : e.PARLEY_PROCESSES, replaces: e.PARLEY_REPLACES_PROCESS,
+    },
     bootstrap: e.PARLEY_BOOTSTRAP,
     docsDir: resolve(projectRoot, e.PARLEY_DOCS_DIR ?? 'docs'),
     dashboardDir: resolve(projectRoot, e.PARLEY_DASHBOARD_DIR ?? 'dist/web/dashboard'),

@@ -50,8 +50,16 @@ export class AppError extends Error {
   }
 }
 
-/** Any thrown value as an AppError; unknown failures become `internal_error` (500) without leaking details. */
+/**
+ * Any thrown value as an AppError; unknown failures become `internal_error` (500) without leaking details.
+ * A store write refused because this process no longer holds the conversation's lease (code `lease_lost`:
+ * another process took the conversation over, DESIGN.md "Several processes") is `interrupted`: the turn
+ * was cut, and the process that took over stores it as such.
+ */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if ((err as { code?: unknown } | null)?.code === 'lease_lost') {
+    return new AppError('interrupted', 'Another Parley process took this conversation over during the turn, so the reply was not finished; fetch the messages, then send the message again.', { cause: err });
+  }
   return new AppError('internal_error', 'An internal error occurred.', { cause: err });
 }

@@ -1,9 +1,12 @@
 import { randomFillSync } from 'node:crypto';
 
-/** Identifier prefixes of API.md "Conventions", and `rtf` (refresh-token families, never shown by the API). */
+/**
+ * Identifier prefixes of API.md "Conventions", `rtf` (refresh-token families) and `proc` (a running Parley
+ * process: src/cluster/process-registry.ts), the last two never shown by the API.
+ */
 export type IdPrefix =
   | 'org' | 'usr' | 'agt' | 'conv' | 'msg' | 'turn' | 'kb' | 'doc' | 'chk'
-  | 'key' | 'whe' | 'evt' | 'dlv' | 'req' | 'rtf' | 'trun';
+  | 'key' | 'whe' | 'evt' | 'dlv' | 'req' | 'rtf' | 'trun' | 'proc';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'; // Crockford base32, sorts like the numbers it encodes
 

@@ -21,6 +21,11 @@ import { TurnRegistry } from './turn/turn-registry.js';
 import { createTurnRunLogic, startTurn, type TurnRunnerDeps } from './turn/turn-runner.js';
 import { Turn } from './turn/turn.js';
 import { messageCreated } from './webhooks/event-data.js';
+import { PeerUnreachable, type PeerClient } from '../cluster/peer-client.js';
+import type { ProcessRegistry } from '../cluster/process-registry.js';
+import type { Fence, LeaseOwner } from '../store/records.js';
+import { Placement, type Route } from './placement/placement.js';
+import { NotOwner, RemoteTurns, type ForwardedChat } from './placement/remote-turns.js';
 
 /** A visitor message for an agent (the validated chat request body). */
 export interface ChatInput {
@@ -72,7 +77,22 @@ export interface ChatServiceOptions {
   httpTools?: TurnRunnerDeps['httpTools'];
   /** The webhook outbox (default: one that knows no endpoint, so no event is written). */
   outbox?: Outbox;
+  /**
+   * Several processes on one store (DESIGN.md "Several processes"): this process's identity, how long a
+   * conversation lease lasts (ms), the neighbours, and the client of their internal routes. Without
+   * `cluster` the process still takes leases (a default identity), and never forwards.
+   */
+  cluster?: { self: LeaseOwner; leaseMs: number; registry?: ProcessRegistry | undefined; peers?: PeerClient | undefined };
 }
+
+/** The error stored on a turn cut short by a process that stopped or lost its conversation (API.md "Chat": code `interrupted`). */
+export const INTERRUPTED = {
+  type: 'api_error', code: 'interrupted',
+  message: 'The server stopped during this turn, so the reply was not finished; send the message again.',
+} as const;
+
+/** Internal requests per conversation request at most: a forwarded one that finds the owner moved is routed again. */
+const MAX_HOPS = 3;
 
 /**
  * The chat runtime: turns a visitor message into a running turn and hands back its channel. Order of
@@ -97,6 +117,10 @@ export class ChatService {
   readonly live: LiveHub;
   /** Handoff, takeover, resolve, close, operator messages and cancels. */
   readonly control: ConversationControl;
+  /** Who owns which conversation (src/runtime/placement/placement.ts). */
+  readonly placement: Placement;
+  /** Turns running on other processes, as mirrors (src/runtime/placement/remote-turns.ts). */
+  readonly remote: RemoteTurns | undefined;
   private draining = false;
   private readonly opts: ChatServiceOptions;
   private readonly outbox: Outbox;
@@ -133,10 +157,21 @@ export class ChatService {
       logic: logic as ConversationLogic, logger: opts.logger, maxQueued: opts.maxQueuedTurns,
       idleMs: opts.idleUnloadMs, maxSteps: opts.maxToolSteps,
       onCrash: (id) => this.failTurnsOf(id),
+      onUnloaded: (id) => this.placement.release(id),
     });
+    const cluster = opts.cluster ?? { self: { id: `proc_${process.pid}`, url: 'http://127.0.0.1' }, leaseMs: 10_000 };
+    this.placement = new Placement({
+      store: opts.store, self: cluster.self, registry: cluster.registry, leaseMs: cluster.leaseMs, logger: opts.logger,
+      recover: (conversationId, fence) => this.recoverCutTurns(conversationId, fence),
+      lost: (conversationId) => this.lostConversation(conversationId),
+      loaded: (conversationId) => this.supervisor.peek(conversationId) !== undefined,
+    });
+    this.remote = cluster.peers === undefined ? undefined
+      : new RemoteTurns(cluster.peers, { replayMs: opts.turnReplayMs, maxChars: opts.turnReplayMaxChars ?? 1024 * 1024, logger: opts.logger });
     this.control = new ConversationControl({
       store: opts.store, bus: opts.bus, logger: opts.logger, live, supervisor: this.supervisor, turns: this.turns, runner: runnerDeps,
-      outbox: this.outbox,
+      outbox: this.outbox, onOwner: (id, local, remote, hereOnly) => this.onOwner(id, local, remote, hereOnly), peers: cluster.peers,
+      mirror: (turnId) => this.remote?.get(turnId),
     });
   }
 
@@ -154,19 +189,62 @@ export class ChatService {
    * missing or wrong one, or a conversation that was not started publicly, is `not_found` (404: whether
    * the conversation exists is not told).
    */
-  async send(orgId: string, agentId: string, input: ChatInput, via: ChatChannel = 'api'): Promise<TurnChannel> {
+  async send(orgId: string, agentId: string, input: ChatInput, via: ChatChannel = 'api', hereOnly = false): Promise<TurnChannel> {
     if (this.draining) throw new AppError('shutting_down', 'The server is shutting down; retry on another instance.');
+    if (input.conversation_id === undefined) return this.admitted(orgId, agentId, input, via, undefined);
+    // A conversation that goes on: checked here (reads work on every process), then run where it is owned.
+    const existing = await this.opts.store.conversations.get(orgId, input.conversation_id);
+    if (!existing || existing.agent_id !== agentId) throw new AppError('not_found', 'No such conversation.');
+    if (via === 'public' && !visitorTokenMatches(existing, input.visitor_token)) throw new AppError('not_found', 'No such conversation.');
+    return this.onOwner(existing.id,
+      (fence) => this.admitted(orgId, agentId, input, via, { conversation: existing, fence }),
+      (url) => this.remote!.send(url, { org_id: orgId, agent_id: agentId, via, input: { ...input } }),
+      hereOnly);
+  }
+
+  /** `accept` under an admission slot (admission control first, before any other work). */
+  private async admitted(orgId: string, agentId: string, input: ChatInput, via: ChatChannel, owned: Owned | undefined): Promise<TurnChannel> {
     const slot = this.admission.acquire();
     const release = typeof slot === 'function' ? slot : await slot;
     try {
-      return await this.accept(orgId, agentId, input, release, via);
+      return await this.accept(orgId, agentId, input, release, via, owned);
     } catch (err) {
       release();
       throw err;
     }
   }
 
-  private async accept(orgId: string, agentId: string, input: ChatInput, release: Release, via: ChatChannel): Promise<TurnChannel> {
+  /**
+   * Runs `local` with the conversation's fence when this process owns `conversationId` (taking it when it
+   * is free: Placement.route), else `remote` with the owner's address, routing again when the owner moved
+   * (NotOwner) or does not answer (taken over here when it is dead or its lease expired; else 503
+   * `overloaded` with Retry-After until its lease ends). `hereOnly` (a request forwarded to this process):
+   * never forwards again, throws NotOwner instead.
+   */
+  async onOwner<T>(conversationId: string, local: (fence: Fence) => Promise<T>, remote: (url: string) => Promise<T>, hereOnly = false): Promise<T> {
+    let route: Route = await this.placement.route(conversationId);
+    for (let hop = 0; ; hop++) {
+      if (route.kind === 'local') return local(route.fence);
+      if (hereOnly) throw new NotOwner();
+      if (this.remote === undefined) throw new AppError('internal_error', 'Another process owns this conversation, and this process cannot reach it.');
+      try {
+        return await remote(route.url);
+      } catch (err) {
+        if (hop + 1 >= MAX_HOPS) throw err instanceof NotOwner || err instanceof PeerUnreachable ? unavailable(route) : err;
+        if (err instanceof NotOwner) {
+          route = await this.placement.route(conversationId);
+        } else if (err instanceof PeerUnreachable) {
+          const next = await this.placement.ownerUnreachable(conversationId, route);
+          if (next === undefined) throw unavailable(route);
+          route = next;
+        } else {
+          throw err;
+        }
+      }
+    }
+  }
+
+  private async accept(orgId: string, agentId: string, input: ChatInput, release: Release, via: ChatChannel, owned: Owned | undefined): Promise<TurnChannel> {
     const { store } = this.opts;
     const found = this.agents.get(orgId, agentId);
     const agent = found instanceof Promise ? await found : found;
@@ -186,6 +264,7 @@ export class ChatService {
     let events: StoredEvent[] | undefined;
     let actor: ConversationActor | undefined;
     let visitorToken: string | undefined;
+    let fence: Fence;
     const isNew = input.conversation_id === undefined;
     if (isNew) {
       // A new conversation's actor always takes its first turn: the commit of the conversation and its
@@ -205,19 +284,20 @@ export class ChatService {
         { type: 'conversation.created', data: { conversation_id: conversation.id, agent_id: agent.id, metadata: conversation.metadata, created_at: now } },
         messageCreated(message, agent.id),
       ], now) : undefined;
-      stored = store.conversations.start(conversation, message, events);
+      // The conversation's first lease (this process owns what it creates) goes in the same commit.
+      const lease = this.placement.newLease();
+      fence = this.placement.adopt(conversation.id, lease.until);
+      stored = store.conversations.start(conversation, message, events, lease);
       stored.catch(() => {});
     } else {
-      const existing = await store.conversations.get(orgId, input.conversation_id!);
-      if (!existing || existing.agent_id !== agent.id) throw new AppError('not_found', 'No such conversation.');
-      if (via === 'public' && !visitorTokenMatches(existing, input.visitor_token)) throw new AppError('not_found', 'No such conversation.');
-      conversation = existing;
+      conversation = owned!.conversation;
+      fence = owned!.fence;
       const acquired = this.supervisor.acquire(conversation);
       actor = acquired instanceof Promise ? await acquired : acquired;
       const status = actor.getSnapshot().context.status;
       if (status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
       // A person was asked for or answers: the message goes to them, not to the agent.
-      if (status !== 'active') return this.forward(conversation, { ...visitorMessage(conversation.id), turn_id: null }, turnId, release);
+      if (status !== 'active') return this.forward(conversation, { ...visitorMessage(conversation.id), turn_id: null }, turnId, release, fence);
       message = visitorMessage(conversation.id);
       stored = Promise.resolve(); // appended below, once the actor said it takes the turn
     }
@@ -226,7 +306,7 @@ export class ChatService {
     const turn = new Turn({
       id: turnId, conversationId: conversation.id, orgId, agent, visitorMessageId: message.id, question: input.message,
       newConversation: isNew, channel: this.turns.channelFor(turnId, conversation.id, orgId),
-      releaseSetup: release,
+      releaseSetup: release, fence,
     });
     const request = { type: 'turn.requested', turn } as const;
     if (actor === undefined) {
@@ -262,7 +342,7 @@ export class ChatService {
         throw new AppError('turn_in_progress', 'Too many messages are waiting for a reply in this conversation; wait for the current turn to finish.');
       }
       events = this.outbox.wants(orgId) ? this.outbox.events(orgId, [messageCreated(message, agent.id)], now) : undefined;
-      stored = store.conversations.appendMessage(message, events);
+      stored = store.conversations.appendMessage(message, events, fence);
       stored.catch(() => {});
       this.emitConversation(turn, visitorToken);
       // The turn may start now, so the model call overlaps the commit of the visitor message (an fsync
@@ -277,6 +357,7 @@ export class ChatService {
       turn.withdraw('the visitor message could not be stored');
       this.turns.discard(turnId);
       actor.send({ type: 'turn.withdrawn', turnId });
+      if (isNew) this.placement.forget(conversation.id);
       throw err;
     }
     this.outbox.committed(events);
@@ -304,12 +385,12 @@ export class ChatService {
    * `conversation`, `message`, `done` / `handoff` (API.md "Chat"). Its channel is not registered: it is
    * complete when handed out, and a resume of it is a 404 (fetch the messages instead).
    */
-  private async forward(conversation: ConversationRecord, message: MessageRecord, turnId: string, release: Release): Promise<TurnChannel> {
+  private async forward(conversation: ConversationRecord, message: MessageRecord, turnId: string, release: Release, fence: Fence): Promise<TurnChannel> {
     release();
     const channel = new TurnChannel(turnId, conversation.id, conversation.org_id, { maxChars: 64 * 1024 });
     channel.emit({ type: 'conversation', conversation_id: conversation.id, turn_id: turnId });
     const events = this.outbox.events(conversation.org_id, [messageCreated(message, conversation.agent_id)], message.created_at);
-    await this.opts.store.conversations.appendMessage(message, events);
+    await this.opts.store.conversations.appendMessage(message, events, fence);
     this.outbox.committed(events);
     channel.emit({ type: 'message', message_id: message.id });
     channel.emit({ type: 'done', finish_reason: 'handoff' });
@@ -320,46 +401,130 @@ export class ChatService {
 
   /**
    * The turns of a conversation that have not ended, running one first, then the queued ones in order
-   * (for a listen-only socket that joins while they run). Empty when its actor is not loaded.
+   * (for a listen-only socket that joins while they run): this process's when it runs the conversation,
+   * else mirrors of the owner's (src/runtime/placement/remote-turns.ts). Empty when nobody has its actor
+   * loaded, or the owner cannot be reached.
    */
-  pendingTurns(conversationId: string): TurnChannel[] {
+  async pendingTurns(conversationId: string): Promise<TurnChannel[]> {
+    const local = this.localPendingTurns(conversationId);
+    if (local !== undefined || this.remote === undefined) return local ?? [];
+    const lease = await this.opts.store.leases.get(conversationId);
+    if (lease === undefined || lease.owner_id === this.placement.self.id || lease.released) return [];
+    try {
+      const answer = await this.opts.cluster!.peers!.request(lease.owner_url, 'GET', `/internal/v1/conversations/${encodeURIComponent(conversationId)}/turns`);
+      const turns = answer.status === 200 ? (answer.body as { turn_ids: string[]; org_id: string }) : undefined;
+      if (turns === undefined) return [];
+      const out: TurnChannel[] = [];
+      for (const id of turns.turn_ids) {
+        const ch = await this.remote.follow(lease.owner_url, turns.org_id, id);
+        if (ch !== undefined && !ch.ended) out.push(ch);
+      }
+      return out;
+    } catch (err) {
+      this.opts.logger.warn({ err, conversation_id: conversationId }, 'could not read the running turns of a conversation owned by another process');
+      return [];
+    }
+  }
+
+  /** The turns of a conversation this process runs (see pendingTurns); undefined when its actor is not loaded here. */
+  localPendingTurns(conversationId: string): TurnChannel[] | undefined {
     const context = this.supervisor.peek(conversationId)?.getSnapshot().context;
-    if (context === undefined) return [];
+    if (context === undefined) return undefined;
     const out: TurnChannel[] = [];
     if (context.active !== null) out.push((context.active as unknown as Turn).channel);
     for (const t of context.queue) out.push((t as unknown as Turn).channel);
     return out;
   }
 
-  /**
-   * The channel of a running or recently finished turn of `orgId`'s conversation, for resume. Throws
-   * AppError `not_found` when there is no such turn or its events are no longer kept (the client then
-   * fetches the stored messages).
-   */
-  replay(orgId: string, conversationId: string, turnId: string): TurnChannel {
+  /** The channel of a turn run by this process (running or kept for replay), or undefined: the internal stream route. */
+  localChannel(turnId: string): TurnChannel | undefined {
     const channel = this.turns.channel(turnId);
-    if (!channel || channel.orgId !== orgId || channel.conversationId !== conversationId || !channel.isReplayable) {
-      throw new AppError('not_found', 'No such turn, or its events are no longer kept; fetch the conversation messages instead.');
-    }
+    return channel?.isReplayable === true ? channel : undefined;
+  }
+
+  /**
+   * The channel of a running or recently finished turn of `orgId`'s conversation, for resume, wherever it
+   * runs (here; else a mirror of the process that ran it). Throws AppError `not_found` when there is no
+   * such turn or its events are no longer kept (the client then fetches the stored messages).
+   */
+  async replay(orgId: string, conversationId: string, turnId: string): Promise<TurnChannel> {
+    const channel = await this.findTurn(orgId, turnId, conversationId);
+    if (!channel || channel.conversationId !== conversationId) throw turnGone();
     return channel;
   }
 
   /**
    * The channel of a running or recently finished turn of `orgId` (any conversation), for a socket's
-   * `resume` frame. Throws AppError `not_found` like `replay`.
+   * `resume` frame, wherever it runs. Throws AppError `not_found` like `replay`.
    */
-  turnChannel(orgId: string, turnId: string): TurnChannel {
-    const channel = this.turns.channel(turnId);
-    if (!channel || channel.orgId !== orgId || !channel.isReplayable) {
-      throw new AppError('not_found', 'No such turn, or its events are no longer kept; fetch the conversation messages instead.');
-    }
+  async turnChannel(orgId: string, turnId: string): Promise<TurnChannel> {
+    const channel = await this.findTurn(orgId, turnId, undefined);
+    if (!channel) throw turnGone();
     return channel;
+  }
+
+  /**
+   * A replayable turn channel of `orgId`: this process's own, a mirror it already has, or a mirror of the
+   * process that ran it: the conversation's owner first (when known), then every other live process.
+   */
+  private async findTurn(orgId: string, turnId: string, conversationId: string | undefined): Promise<TurnChannel | undefined> {
+    const here = this.turns.channel(turnId) ?? this.remote?.get(turnId);
+    if (here !== undefined) return here.orgId === orgId && here.isReplayable ? here : undefined;
+    if (this.remote === undefined) return undefined;
+    const urls: string[] = [];
+    if (conversationId !== undefined) {
+      const lease = await this.opts.store.leases.get(conversationId);
+      if (lease !== undefined && lease.owner_id !== this.placement.self.id) urls.push(lease.owner_url);
+    }
+    for (const p of this.opts.cluster?.registry?.neighbours ?? []) if (!urls.includes(p.url)) urls.push(p.url);
+    for (const url of urls) {
+      try {
+        const ch = await this.remote.follow(url, orgId, turnId);
+        if (ch !== undefined) return ch.orgId === orgId && ch.isReplayable ? ch : undefined;
+      } catch (err) {
+        this.opts.logger.debug({ err, url, turn_id: turnId }, 'a neighbour did not answer for a turn');
+      }
+    }
+    return undefined;
   }
 
   /** Aborts the running turns of a conversation whose actor crashed: each ends with a stored failed reply. */
   private failTurnsOf(conversationId: string): void {
     for (const turn of this.turns.all()) {
       if (turn.conversationId === conversationId) turn.abort(new AppError('internal_error', 'The conversation failed; send the message again.'));
+    }
+  }
+
+  /**
+   * This process lost the lease of `conversationId` (it stalled past the expiry): its actor is dropped and
+   * its running turns aborted; their writes are refused (`lease_lost`) and the process that took the
+   * conversation over stores them as interrupted.
+   */
+  private lostConversation(conversationId: string): void {
+    this.supervisor.evict(conversationId);
+    for (const turn of this.turns.all()) {
+      if (turn.conversationId === conversationId) turn.abort(new AppError('interrupted', 'This server lost the conversation to another process during the turn; fetch the messages.'));
+    }
+  }
+
+  /**
+   * Stores the cut turns of a conversation this process just took over (Placement: its owner died or
+   * stalled): each gets a `failed` agent reply with code `interrupted`, with its `message.created` event,
+   * fenced by the new fence. Never rejects (a failure is logged; the sweep tries again later).
+   */
+  private async recoverCutTurns(conversationId: string, fence: Fence): Promise<void> {
+    const at = new Date().toISOString();
+    const events: StoredEvent[] = [];
+    try {
+      const cut = await this.opts.store.conversations.failInterruptedTurns(INTERRUPTED, at, ({ message, agent_id }) => {
+        const stored = this.outbox.events(message.org_id, [messageCreated(message, agent_id)], at);
+        if (stored !== undefined) events.push(...stored);
+        return stored;
+      }, { conversationId, fence });
+      this.outbox.committed(events);
+      if (cut.length > 0) this.opts.logger.warn({ conversation_id: conversationId, turns: cut.length }, 'turns cut short by a process that stopped stored as failed (interrupted)');
+    } catch (err) {
+      this.opts.logger.error({ err, conversation_id: conversationId }, 'could not store the cut turns of a conversation taken over');
     }
   }
 
@@ -377,6 +542,8 @@ export class ChatService {
       while (this.turns.size > 0 && Date.now() < hard) await new Promise((r) => setTimeout(r, 10));
     }
     this.supervisor.stopAll();
+    await this.placement.stop();
+    this.remote?.close();
     this.turns.close();
     this.admission.close();
   }
@@ -384,6 +551,20 @@ export class ChatService {
   get isDraining(): boolean {
     return this.draining;
   }
+}
+
+/** A conversation this process owns, with the fence its writes carry. */
+interface Owned {
+  conversation: ConversationRecord;
+  fence: Fence;
+}
+
+const turnGone = () => new AppError('not_found', 'No such turn, or its events are no longer kept; fetch the conversation messages instead.');
+
+/** The owner of a conversation does not answer and is not known dead: retry once its lease may have ended. */
+function unavailable(route: Route): AppError {
+  const wait = route.kind === 'remote' ? Math.max(1, Math.ceil((Date.parse(route.expiresAt) - Date.now()) / 1000)) : 1;
+  return new AppError('overloaded', 'The Parley process that runs this conversation is not answering; retry shortly.', { headers: { 'Retry-After': String(wait) } });
 }
 
 /** True when `token` is the visitor token of `conversation` (SHA-256 compared in constant time). */

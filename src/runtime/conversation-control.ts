@@ -4,8 +4,11 @@ import type { EventBus } from '../events/event-bus.js';
 import type { EventSpec, Outbox } from '../events/outbox.js';
 import { newId } from '../ids/ids.js';
 import type { Logger } from '../log/logger.js';
+import type { PeerClient } from '../cluster/peer-client.js';
 import type { Store } from '../store/ports.js';
-import type { ConversationRecord, MessageRecord } from '../store/records.js';
+import type { ConversationRecord, Fence, MessageRecord } from '../store/records.js';
+import { errorFrom, NotOwner } from './placement/remote-turns.js';
+import type { TurnChannel } from './turn/turn-channel.js';
 import type { ConversationStatus } from '../vocabulary/conversation.js';
 import type { LiveHub } from './live/live-hub.js';
 import type { ConversationActor, Supervisor } from './supervisor.js';
@@ -25,7 +28,31 @@ export interface ConversationControlDeps {
   runner: TurnRunnerDeps;
   /** The webhook outbox: events of a change are stored in its commit. */
   outbox: Outbox;
+  /**
+   * Runs `local` (with the fence) where the conversation is owned here, else `remote` at the owner
+   * (ChatService.onOwner: DESIGN.md "Several processes").
+   */
+  onOwner: <T>(conversationId: string, local: (fence: Fence) => Promise<T>, remote: (url: string) => Promise<T>, hereOnly?: boolean) => Promise<T>;
+  /** The client of the neighbours' internal routes (undefined: a single process, nothing to forward to). */
+  peers?: PeerClient | undefined;
+  /** A mirror of a turn run by another process, if this process has one. */
+  mirror: (turnId: string) => TurnChannel | undefined;
 }
+
+/**
+ * One change of a conversation, as it travels to the process that owns it
+ * (`POST /internal/v1/conversations/{conversation_id}/control`, src/transport/http/routes/internal.ts).
+ */
+export type ControlOp =
+  | { op: 'handoff'; by: HandoffRequester; reason?: string | undefined; turnId?: string | undefined }
+  | { op: 'takeover' }
+  | { op: 'resolve' }
+  | { op: 'close' }
+  | { op: 'operator_message'; content: string }
+  | { op: 'cancel'; turnId: string };
+
+/** The internal control route of a conversation. */
+export const internalControlPath = (conversationId: string): string => `/internal/v1/conversations/${encodeURIComponent(conversationId)}/control`;
 
 /** The outcome of a status change: the conversation as it is now, and whether this call changed it. */
 export interface StatusChange {
@@ -61,33 +88,17 @@ export class ConversationControl {
    * the store throws.
    */
   requestHandoff(orgId: string, conversationId: string, opts: { by: HandoffRequester; reason?: string | undefined; turnId?: string }): Promise<ConversationRecord> {
-    const event: ConversationEvent = { type: 'handoff.request', by: opts.by, ...(opts.turnId === undefined ? {} : { turnId: opts.turnId }) };
-    const spec = (c: ConversationRecord): EventSpec => ({
-      type: 'handoff.requested', data: { conversation_id: c.id, agent_id: c.agent_id, reason: opts.reason ?? null, requested_by: opts.by },
-    });
-    return this.change(orgId, conversationId, event, 'pending_handoff', spec, (c) => {
-      this.deps.bus.publish({
-        type: 'handoff.requested', org_id: orgId,
-        data: { conversation_id: c.id, agent_id: c.agent_id, reason: opts.reason ?? null, requested_by: opts.by },
-      });
-    }).then((r) => r.conversation);
+    return this.perform(orgId, conversationId, { op: 'handoff', ...opts }) as Promise<ConversationRecord>;
   }
 
   /** `active | pending_handoff -> handed_off` (`handoff.accepted`): a person answers. Throws like requestHandoff. */
-  async takeover(orgId: string, conversationId: string): Promise<ConversationRecord> {
-    const r = await this.change(orgId, conversationId, { type: 'handoff.takeover' }, 'handed_off', undefined, (c) => {
-      this.deps.bus.publish({ type: 'handoff.accepted', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
-    });
-    return r.conversation;
+  takeover(orgId: string, conversationId: string): Promise<ConversationRecord> {
+    return this.perform(orgId, conversationId, { op: 'takeover' }) as Promise<ConversationRecord>;
   }
 
   /** `pending_handoff | handed_off -> active` (`handoff.resolved`): the agent answers again. Throws like requestHandoff. */
-  async resolve(orgId: string, conversationId: string): Promise<ConversationRecord> {
-    const spec = (c: ConversationRecord): EventSpec => ({ type: 'handoff.resolved', data: { conversation_id: c.id, agent_id: c.agent_id } });
-    const r = await this.change(orgId, conversationId, { type: 'handoff.resolve' }, 'active', spec, (c) => {
-      this.deps.bus.publish({ type: 'handoff.resolved', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
-    });
-    return r.conversation;
+  resolve(orgId: string, conversationId: string): Promise<ConversationRecord> {
+    return this.perform(orgId, conversationId, { op: 'resolve' }) as Promise<ConversationRecord>;
   }
 
   /**
@@ -95,12 +106,8 @@ export class ConversationControl {
    * reply stored), queued ones fail with `conversation_closed`, and every later message gets 409. Closing
    * a closed conversation changes nothing. Throws AppError `not_found` or what the store throws.
    */
-  async close(orgId: string, conversationId: string): Promise<ConversationRecord> {
-    const spec = (c: ConversationRecord): EventSpec => ({ type: 'conversation.closed', data: { conversation_id: c.id, agent_id: c.agent_id } });
-    const r = await this.change(orgId, conversationId, { type: 'conversation.close' }, 'closed', spec, (c) => {
-      this.deps.bus.publish({ type: 'conversation.closed', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
-    });
-    return r.conversation;
+  close(orgId: string, conversationId: string): Promise<ConversationRecord> {
+    return this.perform(orgId, conversationId, { op: 'close' }) as Promise<ConversationRecord>;
   }
 
   /**
@@ -110,20 +117,8 @@ export class ConversationControl {
    * `closed` (409 `conversation_closed`); it does not change the status (take over for that). Throws
    * AppError `not_found` or what the store throws.
    */
-  async postOperatorMessage(orgId: string, conversationId: string, content: string): Promise<MessageRecord> {
-    const conversation = await this.conversation(orgId, conversationId);
-    const actor = await this.actor(conversation);
-    if (actor.getSnapshot().context.status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
-    const message: MessageRecord = {
-      id: newId('msg'), conversation_id: conversation.id, org_id: orgId, turn_id: null, role: 'operator', content,
-      citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: new Date().toISOString(),
-    };
-    const events = this.deps.outbox.events(orgId, [messageCreated(message, conversation.agent_id)], message.created_at);
-    await this.deps.store.conversations.appendMessage(message, events);
-    this.deps.outbox.committed(events);
-    this.deps.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: message.id, role: 'operator' } });
-    this.deps.live.messageCreated(message);
-    return message;
+  postOperatorMessage(orgId: string, conversationId: string, content: string): Promise<MessageRecord> {
+    return this.perform(orgId, conversationId, { op: 'operator_message', content }) as Promise<MessageRecord>;
   }
 
   /**
@@ -132,7 +127,98 @@ export class ConversationControl {
    * `cancelled`. A queued turn is stopped before it starts (its reply is empty). `finished` when the
    * turn had already ended and its events are still kept. Throws AppError `not_found` otherwise.
    */
-  cancelTurn(orgId: string, conversationId: string, turnId: string): CancelOutcome {
+  async cancelTurn(orgId: string, conversationId: string, turnId: string): Promise<CancelOutcome> {
+    const local = this.cancelHere(orgId, conversationId, turnId);
+    if (local !== undefined) return local;
+    const mirror = this.deps.mirror(turnId);
+    if (mirror !== undefined && mirror.ended && mirror.orgId === orgId && mirror.conversationId === conversationId) return 'finished';
+    return this.perform(orgId, conversationId, { op: 'cancel', turnId }) as Promise<CancelOutcome>;
+  }
+
+  /**
+   * Runs `op` on the conversation where it is owned (here, or forwarded to the owner). `hereOnly`: a
+   * request forwarded to this process: NotOwner when it does not own the conversation.
+   */
+  perform(orgId: string, conversationId: string, op: ControlOp, hereOnly = false): Promise<unknown> {
+    return this.deps.onOwner(conversationId, (fence) => this.here(orgId, conversationId, op, fence), (url) => this.forwardTo(url, orgId, conversationId, op), hereOnly);
+  }
+
+  private here(orgId: string, conversationId: string, op: ControlOp, fence: Fence): Promise<unknown> {
+    switch (op.op) {
+      case 'handoff': return this.handoffHere(orgId, conversationId, op, fence);
+      case 'takeover': return this.takeoverHere(orgId, conversationId, fence);
+      case 'resolve': return this.resolveHere(orgId, conversationId, fence);
+      case 'close': return this.closeHere(orgId, conversationId, fence);
+      case 'operator_message': return this.operatorMessageHere(orgId, conversationId, op.content, fence);
+      case 'cancel': {
+        const outcome = this.cancelHere(orgId, conversationId, op.turnId);
+        if (outcome === undefined) throw new AppError('not_found', 'No such turn, or it ended too long ago.');
+        return Promise.resolve(outcome);
+      }
+    }
+  }
+
+  private async forwardTo(url: string, orgId: string, conversationId: string, op: ControlOp): Promise<unknown> {
+    const answer = await this.deps.peers!.request(url, 'POST', internalControlPath(conversationId), { org_id: orgId, op });
+    if (answer.status === 421) throw new NotOwner();
+    if (answer.status !== 200) throw errorFrom(answer.status, answer.body, answer.retryAfter);
+    return (answer.body as { result: unknown }).result;
+  }
+
+  private handoffHere(orgId: string, conversationId: string, opts: { by: HandoffRequester; reason?: string | undefined; turnId?: string | undefined }, fence: Fence): Promise<ConversationRecord> {
+    const event: ConversationEvent = { type: 'handoff.request', by: opts.by, ...(opts.turnId === undefined ? {} : { turnId: opts.turnId }) };
+    const spec = (c: ConversationRecord): EventSpec => ({
+      type: 'handoff.requested', data: { conversation_id: c.id, agent_id: c.agent_id, reason: opts.reason ?? null, requested_by: opts.by },
+    });
+    return this.change(orgId, conversationId, event, 'pending_handoff', spec, (c) => {
+      this.deps.bus.publish({
+        type: 'handoff.requested', org_id: orgId,
+        data: { conversation_id: c.id, agent_id: c.agent_id, reason: opts.reason ?? null, requested_by: opts.by },
+      });
+    }, fence).then((r) => r.conversation);
+  }
+
+  private async takeoverHere(orgId: string, conversationId: string, fence: Fence): Promise<ConversationRecord> {
+    const r = await this.change(orgId, conversationId, { type: 'handoff.takeover' }, 'handed_off', undefined, (c) => {
+      this.deps.bus.publish({ type: 'handoff.accepted', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
+    }, fence);
+    return r.conversation;
+  }
+
+  private async resolveHere(orgId: string, conversationId: string, fence: Fence): Promise<ConversationRecord> {
+    const spec = (c: ConversationRecord): EventSpec => ({ type: 'handoff.resolved', data: { conversation_id: c.id, agent_id: c.agent_id } });
+    const r = await this.change(orgId, conversationId, { type: 'handoff.resolve' }, 'active', spec, (c) => {
+      this.deps.bus.publish({ type: 'handoff.resolved', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
+    }, fence);
+    return r.conversation;
+  }
+
+  private async closeHere(orgId: string, conversationId: string, fence: Fence): Promise<ConversationRecord> {
+    const spec = (c: ConversationRecord): EventSpec => ({ type: 'conversation.closed', data: { conversation_id: c.id, agent_id: c.agent_id } });
+    const r = await this.change(orgId, conversationId, { type: 'conversation.close' }, 'closed', spec, (c) => {
+      this.deps.bus.publish({ type: 'conversation.closed', org_id: orgId, data: { conversation_id: c.id, agent_id: c.agent_id } });
+    }, fence);
+    return r.conversation;
+  }
+
+  private async operatorMessageHere(orgId: string, conversationId: string, content: string, fence: Fence): Promise<MessageRecord> {
+    const conversation = await this.conversation(orgId, conversationId);
+    const actor = await this.actor(conversation);
+    if (actor.getSnapshot().context.status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
+    const message: MessageRecord = {
+      id: newId('msg'), conversation_id: conversation.id, org_id: orgId, turn_id: null, role: 'operator', content,
+      citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: new Date().toISOString(),
+    };
+    const events = this.deps.outbox.events(orgId, [messageCreated(message, conversation.agent_id)], message.created_at);
+    await this.deps.store.conversations.appendMessage(message, events, fence);
+    this.deps.outbox.committed(events);
+    this.deps.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: message.id, role: 'operator' } });
+    this.deps.live.messageCreated(message);
+    return message;
+  }
+
+  /** Cancels a turn this process runs or ran (see cancelTurn); undefined when it knows no such turn. */
+  private cancelHere(orgId: string, conversationId: string, turnId: string): CancelOutcome | undefined {
     const turn = this.deps.turns.get(turnId);
     if (turn !== undefined && turn.orgId === orgId && turn.conversationId === conversationId) {
       const actor = this.deps.supervisor.peek(conversationId);
@@ -142,7 +228,7 @@ export class ConversationControl {
     }
     const channel = this.deps.turns.channel(turnId);
     if (channel !== undefined && channel.orgId === orgId && channel.conversationId === conversationId) return 'finished';
-    throw new AppError('not_found', 'No such turn, or it ended too long ago.');
+    return undefined;
   }
 
   private async conversation(orgId: string, conversationId: string): Promise<ConversationRecord> {
@@ -162,7 +248,7 @@ export class ConversationControl {
    */
   private async change(
     orgId: string, conversationId: string, event: ConversationEvent, to: ConversationStatus,
-    spec: ((c: ConversationRecord) => EventSpec) | undefined, told: (c: ConversationRecord) => void,
+    spec: ((c: ConversationRecord) => EventSpec) | undefined, told: (c: ConversationRecord) => void, fence: Fence,
   ): Promise<StatusChange> {
     const conversation = await this.conversation(orgId, conversationId);
     const actor = await this.actor(conversation);
@@ -177,7 +263,7 @@ export class ConversationControl {
     const at = new Date().toISOString();
     const events = spec === undefined ? undefined : this.deps.outbox.events(orgId, [spec(conversation)], at);
     try {
-      await this.deps.store.conversations.setStatus(conversation.id, to, at, events);
+      await this.deps.store.conversations.setStatus(conversation.id, to, at, events, fence);
     } catch (err) {
       // The actor moved and the store did not: drop the actor, the next request rehydrates it from the store.
       this.deps.supervisor.evict(conversation.id);

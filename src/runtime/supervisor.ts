@@ -28,6 +28,8 @@ export interface SupervisorOptions {
   clock?: Clock;
   /** Called after an actor crashed and was dropped, with its conversation id. */
   onCrash?: (conversationId: string, err: unknown) => void;
+  /** Called after an actor ran until idle and was dropped (its conversation's lease is released then). */
+  onUnloaded?: (conversationId: string) => void;
   /** First restart backoff after a crash, ms; doubles per consecutive crash up to `maxBackoffMs`. */
   baseBackoffMs?: number;
   maxBackoffMs?: number;
@@ -79,7 +81,7 @@ const systemRootLogic: ActorLogic<Snapshot<undefined>, StopChild> = {
 export class Supervisor {
   private readonly actors = new Map<string, ConversationActor>();
   private readonly crashes = new Map<string, { count: number; retryAt: number }>();
-  private readonly opts: Required<Omit<SupervisorOptions, 'clock' | 'onCrash'>> & Pick<SupervisorOptions, 'clock' | 'onCrash'>;
+  private readonly opts: Required<Omit<SupervisorOptions, 'clock' | 'onCrash' | 'onUnloaded'>> & Pick<SupervisorOptions, 'clock' | 'onCrash' | 'onUnloaded'>;
   /** Root actors of the actor systems, created on first use. */
   private readonly roots: AnyActorRef[] = [];
   private nextRoot = 0;
@@ -166,10 +168,12 @@ export class Supervisor {
     const actor = createActor(this.opts.logic as AnyActorLogic, { input, parent: this.root() }) as unknown as ConversationActor;
     actor.subscribe({
       complete: () => {
-        if (this.actors.get(seed.id) === actor) this.actors.delete(seed.id);
+        if (this.actors.get(seed.id) !== actor) return;
+        this.actors.delete(seed.id);
         // It ran until idle: its crash history no longer says anything.
         this.crashes.delete(seed.id);
         this.opts.logger.debug({ conversation_id: seed.id }, 'conversation unloaded');
+        this.opts.onUnloaded?.(seed.id);
       },
       error: (err) => this.crashed(seed.id, actor, err),
     });

@@ -15,7 +15,7 @@ import type {
   DocumentRecord, InterruptedReply, InterruptedTurn, KnowledgeBaseRecord, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
   OrganizationRecord, Page, PageRequest, PendingDocument, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
   SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserOrganization, UserRecord,
-  AttemptOutcome, ClaimedDelivery, FeedChange, FeedEntry, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
+  AttemptOutcome, ClaimedDelivery, ConversationLease, FeedChange, FeedEntry, Fence, LeaseOutcome, LeaseOwner, ProcessRecord, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
   UsageThreshold, WebhookEndpointPatch, WebhookEndpointRecord,
 } from './records.js';
 
@@ -236,17 +236,23 @@ export interface ConversationsPort {
   create(rec: ConversationRecord): Promise<void>;
   /**
    * Creates a conversation together with its first message, in one commit (the chat hot path: the first
-   * event a client sees waits for it). Durable when the promise resolves; nothing is stored if it rejects.
+   * event a client sees waits for it), and, with `lease`, its first lease (fence 1) for the process that
+   * will run it. Durable when the promise resolves; nothing is stored if it rejects.
    */
-  start(conversation: ConversationRecord, firstMessage: MessageRecord, events?: OutboxEvent[]): Promise<void>;
+  start(conversation: ConversationRecord, firstMessage: MessageRecord, events?: OutboxEvent[], lease?: { owner: LeaseOwner; until: string }): Promise<void>;
   get(orgId: string, id: string): Promise<ConversationRecord | undefined>;
   /**
    * The organization's conversations matching `filter`, newest first. The cursor must name a conversation
    * of the organization (the filter does not narrow that); otherwise AppError `validation_failed`.
    */
   list(orgId: string, filter: ConversationListFilter, page: PageRequest): Promise<Page<ConversationRecord>>;
-  /** Sets the status and `updated_at` (durable when the promise resolves; a write of the writer thread). */
-  setStatus(id: string, status: ConversationStatus, at: string, events?: OutboxEvent[]): Promise<void>;
+  /**
+   * Sets the status and `updated_at` (durable when the promise resolves; a write of the writer thread).
+   * Fenced writes (`fence` given, here and below) first check that `fence` still holds the conversation's
+   * lease (records.ts ConversationLease), and otherwise reject with an Error whose `code` is `lease_lost`,
+   * storing nothing.
+   */
+  setStatus(id: string, status: ConversationStatus, at: string, events?: OutboxEvent[], fence?: Fence): Promise<void>;
   /**
    * The organization of conversation `id`, whichever it is, or undefined (see AgentsPort.orgOf: only for
    * the WebSocket of a conversation opened with a person's token).
@@ -258,7 +264,7 @@ export interface ConversationsPort {
    * agent when a person took the conversation over, and was forwarded to them instead. A write of the
    * writer thread; resolves once durable (also when there is no such message).
    */
-  detachFromTurn(messageId: string): Promise<void>;
+  detachFromTurn(messageId: string, fenced?: { conversationId: string; fence: Fence }): Promise<void>;
   /**
    * Appends a message (durable when the promise resolves) and touches the conversation. Rejects when the
    * conversation does not exist (a message always references its conversation).
@@ -269,7 +275,7 @@ export interface ConversationsPort {
    * it fires once however many turns end at once) and a `usage.threshold` event is written to the outbox.
    * Resolves with those events (usually none), for the caller to announce.
    */
-  appendMessage(rec: MessageRecord, events?: OutboxEvent[]): Promise<OutboxEvent[]>;
+  appendMessage(rec: MessageRecord, events?: OutboxEvent[], fence?: Fence): Promise<OutboxEvent[]>;
   /**
    * Messages of a conversation in the order they were stored. The cursor must name a message of this
    * conversation; otherwise AppError `validation_failed`.
@@ -283,19 +289,23 @@ export interface ConversationsPort {
   /**
    * Closes the turns a crash cut short: for every visitor message with a `turn_id` and no agent message
    * of that turn, appends (all in one transaction) a `failed` agent message of that turn carrying `error`
-   * (API.md "Chat": code `interrupted` after a restart), `created_at` = `at`, and returns what it appended,
-   * in the order the visitor messages were stored.
+   * (API.md "Chat": code `interrupted`), `created_at` = `at`, and returns what it appended, in the order
+   * the visitor messages were stored.
    *
    * `events`, when given, is called once per reply before anything is written, with the reply and its
    * conversation's agent; the outbox events it returns (the reply's `message.created`) are stored in that
    * same transaction, so a webhook subscriber hears of the failed reply exactly as of any other
    * (API.md "Webhooks": durability). It must not throw.
    *
-   * Call it once at start-up, before the server listens: it treats every unanswered turn as dead, which
-   * is true only when this process is the store's single user. A store shared by several instances would
-   * need each turn to record the instance that owns it, and only that instance's dead turns failed.
+   * Which turns (DESIGN.md "Several processes": recovery is done by the living, never of a living
+   * neighbour's work): with `scope.conversationId`, that conversation's only, as a write fenced by
+   * `scope.fence` (the process that just took its lease over: `lease_lost` if it lost it again); with
+   * `'unleased'`, those of conversations that have no lease at all (stored before leases existed).
    */
-  failInterruptedTurns(error: TurnError, at: string, events?: (reply: InterruptedReply) => OutboxEvent[] | undefined): Promise<InterruptedTurn[]>;
+  failInterruptedTurns(
+    error: TurnError, at: string, events: ((reply: InterruptedReply) => OutboxEvent[] | undefined) | undefined,
+    scope: { conversationId: string; fence: Fence } | 'unleased',
+  ): Promise<InterruptedTurn[]>;
 }
 
 /**
@@ -358,12 +368,12 @@ export interface WebhooksPort {
    */
   recordAttempt(deliveryId: string, owner: string, outcome: AttemptOutcome): Promise<boolean>;
   /**
-   * The sweep: every delivery whose lease ended before `now`, or (with `foreignOwnersExpired`) is held by
-   * an owner other than `owner` (a process that is gone: the store's single user restarted), gets an
-   * attempt recorded with status 0 and error `interrupted` (its outcome is unknown), and is due again at
-   * `now`. Returns the endpoint ids concerned.
+   * The sweep: every delivery whose lease ended before `now`, or is held by one of `deadOwners` (processes
+   * known to be gone: src/cluster/process-registry.ts), gets an attempt recorded with status 0 and error
+   * `interrupted` (its outcome is unknown), and is due again at `now`. Returns the endpoint ids concerned.
+   * A living process's unexpired lease is never touched.
    */
-  releaseExpiredLeases(now: string, owner: string, foreignOwnersExpired: boolean): Promise<string[]>;
+  releaseExpiredLeases(now: string, deadOwners: readonly string[]): Promise<string[]>;
   /** The endpoint's deliveries, newest first. Unknown cursor: AppError `validation_failed`. */
   listDeliveries(orgId: string, endpointId: string, page: PageRequest): Promise<Page<DeliveryRecord>>;
   /** One delivery with its attempts, or undefined. */
@@ -397,9 +407,10 @@ export interface UsagePort {
 export interface ToolRunsPort {
   /**
    * Stores one tool run, durable when the promise resolves, with its outbox `events` (the run's `tool.run`)
-   * in the same commit (API.md "Webhooks": durability). Rejects on a duplicate id, storing neither.
+   * in the same commit (API.md "Webhooks": durability). Rejects on a duplicate id, storing neither; with
+   * `fence`, rejects with code `lease_lost` (storing nothing) unless it still holds the conversation's lease.
    */
-  record(run: ToolRunRecord, events?: OutboxEvent[]): Promise<void>;
+  record(run: ToolRunRecord, events?: OutboxEvent[], fence?: Fence): Promise<void>;
   listForConversation(orgId: string, conversationId: string, limit?: number): Promise<ToolRunRecord[]>;
 }
 
@@ -426,9 +437,61 @@ export interface FeedPort {
   onAppend(listener: () => void): () => void;
 }
 
+/**
+ * The processes serving the store (records.ts ProcessRecord) and the secret they authenticate their
+ * internal requests with (src/cluster/internal-auth.ts).
+ */
+export interface ProcessesPort {
+  /** Stores (or replaces) a process's record. */
+  register(rec: ProcessRecord): Promise<void>;
+  /** Moves the heartbeat of process `id` to `at`; false when its record is gone (it was taken for dead). */
+  heartbeat(id: string, at: string): Promise<boolean>;
+  /** Every registered process, by id. */
+  list(): Promise<ProcessRecord[]>;
+  /** Removes process `id`'s record (it stopped, or was found dead). */
+  remove(id: string): Promise<void>;
+  /** Marks process `id` as draining since `at` (it refuses connections, yet is alive until its record goes). */
+  markDraining(id: string, at: string): Promise<void>;
+  /**
+   * The cluster secret: `candidate` stored if none is yet (a conditional write, so processes starting at
+   * once agree on one), else the one stored. Never shown by the API.
+   */
+  clusterSecret(candidate: string): Promise<string>;
+}
+
+/**
+ * Conversation ownership (records.ts ConversationLease; DESIGN.md "Several processes"). Times are
+ * RFC 3339 strings compared as text (all UTC with milliseconds). Lease writes need not survive a power
+ * loss (adapters may commit them without an fsync): a lost lease is one nobody holds.
+ */
+export interface LeasesPort {
+  /**
+   * Takes the lease of `conversationId` for `owner` until `until`, at time `now`: when there is none
+   * (fence 1), it is released or expired at `now` (fence + 1), or `owner` already holds it (renewed,
+   * same fence); also when `deadOwner` is given and holds it (a process known to be dead: fence + 1).
+   * Otherwise not acquired, with the current lease. One conditional write: of concurrent acquires, one wins.
+   */
+  acquire(conversationId: string, owner: LeaseOwner, now: string, until: string, deadOwner?: string): Promise<LeaseOutcome>;
+  /**
+   * Extends every lease `ownerId` holds that has not expired at `now` to `until`; returns the conversation
+   * ids renewed. A lease that expired meanwhile is not renewed (its owner must take it again).
+   */
+  renew(ownerId: string, now: string, until: string): Promise<string[]>;
+  /** Releases the lease of `conversationId` if `fence` still holds it (clean hand-back: nothing to recover). */
+  release(conversationId: string, fence: Fence): Promise<void>;
+  /** The lease of `conversationId`, or undefined when it never had one. */
+  get(conversationId: string): Promise<ConversationLease | undefined>;
+  /** Leases expired at `now` and not released (their owner died or stalled), oldest first, at most `limit`. */
+  abandoned(now: string, limit: number): Promise<ConversationLease[]>;
+  /** Leases held by `ownerId` and not released (a dead process's conversations, to take over). */
+  heldBy(ownerId: string, limit: number): Promise<ConversationLease[]>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'mongodb';
   feed: FeedPort;
+  processes: ProcessesPort;
+  leases: LeasesPort;
   organizations: OrganizationsPort;
   apiKeys: ApiKeysPort;
   users: UsersPort;

@@ -480,3 +480,56 @@ export type FeedChange =
 
 /** A FeedChange as stored: `seq` grows with every entry, in commit order; `at` is when it was written. */
 export type FeedEntry = FeedChange & { seq: number; at: string };
+
+/**
+ * A Parley process serving the store (DESIGN.md "Several processes"): its id (`proc_...`, new at every
+ * start), the address its neighbours reach it at (PARLEY_ADVERTISE_URL), and its last heartbeat. A process
+ * whose heartbeat is older than the lease time is taken for dead: its work (webhook deliveries, documents
+ * being ingested, conversations) may be taken over.
+ */
+export interface ProcessRecord {
+  id: string;
+  url: string;
+  started_at: string;
+  heartbeat_at: string;
+  /** When it began a drain (SIGTERM: it no longer accepts connections, its turns finish), or null. */
+  draining_at: string | null;
+}
+
+/** Who holds a lease: a process id and the address to forward to. */
+export interface LeaseOwner {
+  id: string;
+  url: string;
+}
+
+/**
+ * The owner of a conversation (DESIGN.md "Several processes"): the process that runs its actor and its
+ * turns until `expires_at`. `fence` grows by one with every change of owner; every write of a turn carries
+ * the fence it was started under, and a write whose fence is not the lease's current one, or whose lease
+ * has expired, is refused (`lease_lost`), so a stale owner's late write never lands. `released`: the owner
+ * gave it up cleanly (nothing of it needs recovering); an expired lease that was not released belonged
+ * to a process that died or stalled.
+ */
+export interface ConversationLease {
+  conversation_id: string;
+  owner_id: string;
+  owner_url: string;
+  fence: number;
+  expires_at: string;
+  released: boolean;
+}
+
+/** The fence a turn's writes carry (ConversationLease). */
+export interface Fence {
+  owner_id: string;
+  fence: number;
+}
+
+/**
+ * What LeasesPort.acquire did: took the lease (`acquired`; `took_over_from`: the owner of an expired,
+ * unreleased lease, whose cut turns the caller must now store as interrupted; null when the lease was
+ * free, released or already ours), or found it held by another live owner.
+ */
+export type LeaseOutcome =
+  | { acquired: true; lease: ConversationLease; took_over_from: Fence | null }
+  | { acquired: false; lease: ConversationLease };

@@ -985,7 +985,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.conversations.appendMessage(message('msg_5', 'conv_1', 'operator', null, 'operator note'));
         await store.conversations.appendMessage(message('msg_6', 'conv_1', 'visitor', null, 'handed-off visitor message'));
 
-        const failed = await store.conversations.failInterruptedTurns(interrupted, T3);
+        const failed = await store.conversations.failInterruptedTurns(interrupted, T3, undefined, 'unleased');
         expect(failed.map(({ org_id, conversation_id, turn_id }) => ({ org_id, conversation_id, turn_id }))).toEqual([
           { org_id: ORG_B, conversation_id: 'conv_2', turn_id: 'turn_2' },
           { org_id: ORG_A, conversation_id: 'conv_1', turn_id: 'turn_3' },
@@ -1015,7 +1015,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
           seen.push([m.conversation_id, agent_id, m.turn_id, m.status]);
           // ORG_B's reply carries no event (as when its organization has no endpoint).
           return m.org_id === ORG_A ? [outboxEvent(`evt_${m.turn_id}`, 'message.created', m.org_id, T3)] : undefined;
-        });
+        }, 'unleased');
         expect(seen).toEqual([['conv_1', 'agt_7', 'turn_1', 'failed'], ['conv_2', 'agt_8', 'turn_2', 'failed']]);
         expect(failed.map((f) => f.turn_id)).toEqual(['turn_1', 'turn_2']);
         const deliveries = await store.webhooks.listDeliveries(ORG_A, 'whe_1', { limit: 10 });
@@ -1034,15 +1034,15 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.conversations.detachFromTurn('msg_2');
         await store.conversations.detachFromTurn('msg_missing');
         expect((await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 5 })).data.map((m) => [m.id, m.turn_id])).toEqual([['msg_1', null], ['msg_2', 'turn_2']]);
-        expect(await store.conversations.failInterruptedTurns(interrupted, T3)).toEqual([]);
+        expect(await store.conversations.failInterruptedTurns(interrupted, T3, undefined, 'unleased')).toEqual([]);
       });
 
       it('finds nothing the second time, nor in an empty store', async () => {
-        expect(await store.conversations.failInterruptedTurns(interrupted, T1)).toEqual([]);
+        expect(await store.conversations.failInterruptedTurns(interrupted, T1, undefined, 'unleased')).toEqual([]);
         await store.conversations.create(conversation('conv_1'));
         await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'lost'));
-        expect(await store.conversations.failInterruptedTurns(interrupted, T2)).toHaveLength(1);
-        expect(await store.conversations.failInterruptedTurns(interrupted, T3)).toEqual([]);
+        expect(await store.conversations.failInterruptedTurns(interrupted, T2, undefined, 'unleased')).toHaveLength(1);
+        expect(await store.conversations.failInterruptedTurns(interrupted, T3, undefined, 'unleased')).toEqual([]);
         expect((await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 })).data).toHaveLength(2);
       });
     });
@@ -1147,18 +1147,20 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.webhooks.getDelivery(ORG_B, 'whe_1', d1)).toBeUndefined();
       });
 
-      it('the sweep records an interrupted attempt for expired and foreign leases and makes them due again', async () => {
+      it('the sweep records an interrupted attempt for expired leases and those of dead owners, and makes them due again', async () => {
         await store.webhooks.createEndpoint(endpoint('whe_1'));
         await store.webhooks.recordEvents([outboxEvent('evt_1', 'tool.run', ORG_A, T0), outboxEvent('evt_2', 'tool.run', ORG_A, T0)]);
         const [c1] = await store.webhooks.claimDue('whe_1', 'gone', T1, T2, 1);
         const [c2] = await store.webhooks.claimDue('whe_1', 'me', T1, T9, 1);
-        expect(await store.webhooks.releaseExpiredLeases(T1, 'me', false)).toEqual([]);
-        expect(await store.webhooks.releaseExpiredLeases(T3, 'me', false)).toEqual(['whe_1']);
+        expect(await store.webhooks.releaseExpiredLeases(T1, [])).toEqual([]);
+        expect(await store.webhooks.releaseExpiredLeases(T3, [])).toEqual(['whe_1']);
         const d1 = await store.webhooks.getDelivery(ORG_A, 'whe_1', c1!.delivery_id);
         expect(d1).toMatchObject({ status: 'pending', attempt_count: 1, next_attempt_at: T3 });
         expect(d1?.attempts).toEqual([{ number: 1, status: 0, body: '', error: expect.stringMatching(/^interrupted/), duration_ms: 0, at: T1 }]);
         expect(await store.webhooks.recordAttempt(c1!.delivery_id, 'gone', failedAttempt(T3, { status: 'failed' }))).toBe(false);
-        expect(await store.webhooks.releaseExpiredLeases(T3, 'other', true)).toEqual(['whe_1']);
+        expect(await store.webhooks.releaseExpiredLeases(T3, ['someone_else'])).toEqual([]);
+        expect((await store.webhooks.getDelivery(ORG_A, 'whe_1', c2!.delivery_id))?.attempt_count).toBe(0);
+        expect(await store.webhooks.releaseExpiredLeases(T3, ['me'])).toEqual(['whe_1']);
         expect((await store.webhooks.getDelivery(ORG_A, 'whe_1', c2!.delivery_id))?.attempt_count).toBe(1);
       });
 
@@ -1384,7 +1386,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.conversations.create(conversation('conv_1'));
         await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'));
         await store.conversations.setStatus('conv_1', 'closed', T2);
-        const [lost] = await store.conversations.failInterruptedTurns({ type: 'api_error', code: 'interrupted', message: 'm' }, T3);
+        const [lost] = await store.conversations.failInterruptedTurns({ type: 'api_error', code: 'interrupted', message: 'm' }, T3, undefined, 'unleased');
         await store.apiKeys.create(apiKey('key_2'));
         await store.apiKeys.rotate(ORG_A, 'key_2', apiKey('key_3'), T9, T1);
         await store.users.create(user('usr_1'));

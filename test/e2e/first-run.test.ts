@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { Agent } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { credentialsOf, exitOf, MAIN, startMain } from '../helpers/main-process.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
@@ -86,7 +87,10 @@ describe('npm start on an empty data dir', () => {
       if (!signalled) { signalled = true; srv.child.kill('SIGTERM'); return; }
       tokensAfterSignal++;
       if (tokensAfterSignal === 2) {
-        probe = fetch(`${srv.url}/healthz`).then((r) => `answered ${r.status}`, (err: Error) => `refused: ${String((err.cause as { code?: string } | undefined)?.code ?? err.message)}`);
+        // A new connection (its own dispatcher: not an idle keep-alive connection of the readiness polls).
+        const fresh = new Agent();
+        probe = fetch(`${srv.url}/healthz`, { dispatcher: fresh } as unknown as RequestInit).then((r) => `answered ${r.status}`, (err: Error) => `refused: ${String((err.cause as { code?: string } | undefined)?.code ?? err.message)}`)
+          .finally(() => fresh.close());
       }
     });
     const { events } = await streamed;

@@ -99,7 +99,7 @@ describe('sqlite: migrations', () => {
     v1.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(s.db.pragma('foreign_key_check')).toEqual([]);
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
@@ -144,7 +144,7 @@ describe('sqlite: migrations', () => {
     v2.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(await s.apiKeys.findByHash('h1')).toEqual({ id: 'key_1', org_id: 'org_A', name: 'old', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
     expect(await s.memberships.organizationsOf('usr_1')).toEqual([]);
     expect(await s.signingKeys.active()).toBeUndefined();
@@ -159,7 +159,7 @@ describe('sqlite: migrations', () => {
     v3.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect((await s.agents.get('org_A', 'agt_1'))?.allowed_origins).toEqual(['*']);
     expect((await s.conversations.get('org_A', 'conv_1'))?.visitor_token_hash).toBeNull();
     expect(s.db.prepare(`SELECT name FROM pragma_table_info('socket_tickets') WHERE name = 'session_id'`).all()).toEqual([{ name: 'session_id' }]);
@@ -173,7 +173,7 @@ describe('sqlite: migrations', () => {
     v4.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'walrus', 5)).toEqual([
       expect.objectContaining({ chunk_id: 'chk_1', heading: '', page: null }),
     ]);
@@ -194,7 +194,7 @@ describe('sqlite: migrations', () => {
     v8.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(s.db.prepare(`SELECT id, embedding, embedding_model FROM chunks`).all()).toEqual([{ id: 'chk_1', embedding: null, embedding_model: null }]);
     expect((await s.knowledge.search('org_A', ['kb_1'], 'narwhal', 5)).map((h) => h.chunk_id)).toEqual(['chk_1']);
     expect(await s.knowledge.vectorSearch('org_A', ['kb_1'], 'm', new Float32Array([1, 0]), 5)).toEqual([]);
@@ -212,7 +212,7 @@ describe('sqlite: migrations', () => {
     const dir = tempDir();
     store(dir).db.close();
     const again = store(dir);
-    expect(again.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 });
@@ -440,10 +440,10 @@ describe('sqlite: writer thread start', () => {
     const before = threads();
     const now = new Date().toISOString();
     // At start-up (every foreign lease expired) and as the periodic sweep: nothing leased, nothing to release.
-    expect(await s.webhooks.releaseExpiredLeases(now, 'me', true)).toEqual([]);
-    expect(await s.webhooks.releaseExpiredLeases(now, 'me', false)).toEqual([]);
+    expect(await s.webhooks.releaseExpiredLeases(now, ['proc_gone'])).toEqual([]);
+    expect(await s.webhooks.releaseExpiredLeases(now, [])).toEqual([]);
     // After a clean stop: no turn was cut short.
-    expect(await s.conversations.failInterruptedTurns({ type: 'api_error', code: 'interrupted', message: 'x' }, now)).toEqual([]);
+    expect(await s.conversations.failInterruptedTurns({ type: 'api_error', code: 'interrupted', message: 'x' }, now, undefined, 'unleased')).toEqual([]);
     expect(threads()).toBe(before);
     // The first real write starts it (so the count above could have seen it).
     await s.usage.setThresholds('org_1', [{ metric: 'total_tokens', value: 100, period: 'month' }], now);

@@ -24,10 +24,15 @@ describe('batchSynchronous', () => {
     expect(batchSynchronous([], 'NORMAL')).toBe('NORMAL');
   });
 
-  it('names exactly three writes, all of them real writes of the writer thread, and not the ones that make a document ready', () => {
-    expect([...UNACKNOWLEDGED_WRITES].sort()).toEqual(['chunksInsert', 'chunksPrepare', 'ftsMerge']);
+  it('names the chunk writes and the lease and process writes, all of them real writes of the writer thread, and not the ones that make a document ready', () => {
+    expect([...UNACKNOWLEDGED_WRITES].sort()).toEqual([
+      'chunksInsert', 'chunksPrepare', 'ftsMerge', 'leaseAcquire', 'leaseRelease', 'leaseRenew',
+      'processDraining', 'processHeartbeat', 'processRegister', 'processRemove',
+    ]);
     for (const op of UNACKNOWLEDGED_WRITES) expect(Object.hasOwn(CONVERSATION_WRITES, op)).toBe(true);
     expect(UNACKNOWLEDGED_WRITES.has('chunksReady')).toBe(false);
     expect(UNACKNOWLEDGED_WRITES.has('documentCreate')).toBe(false);
+    expect(UNACKNOWLEDGED_WRITES.has('appendMessage')).toBe(false);
+    expect(UNACKNOWLEDGED_WRITES.has('startConversation')).toBe(false);
   });
 });

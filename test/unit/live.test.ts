@@ -186,7 +186,7 @@ describe('listen-only join: nothing lost or doubled between catch-up and live', 
     running.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_2' });
     const inCatchUp = message('msg_3', 'operator', 'stored before the read');
     const services = {
-      chat: { live: hub, pendingTurns: () => [] },
+      chat: { live: hub, localPendingTurns: () => [] },
       public: {
         limit: () => {},
         conversation: async () => ({ agent: { org_id: 'org_1' }, conversation: { id: 'conv_1' } }),

@@ -9,8 +9,11 @@ import type { Role } from '../../vocabulary/role.js';
 
 export type { ApiKeyPrincipal, PersonPrincipal, Principal };
 
-/** The kinds of credential a route may accept (API.md "Credentials"). */
-export type CredentialKind = 'api_key' | 'person';
+/**
+ * The kinds of credential a route may accept (API.md "Credentials"), and `internal`: a request another
+ * Parley process signed (src/cluster/internal-auth.ts), checked by the dispatcher, never by a client.
+ */
+export type CredentialKind = 'api_key' | 'person' | 'internal';
 
 /**
  * Who may call a route, declared on each route and checked in one place (AccessService.authenticate):
@@ -42,6 +45,8 @@ export const ACCESS = {
   personMember: { credentials: ['person'], roles: ALL_ROLES },
   /** The person themself, in no particular organization (`GET /v1/me`). */
   self: { credentials: ['person'], roles: null },
+  /** Another Parley process of this store (src/transport/http/routes/internal.ts); anything else gets 404. */
+  internal: { credentials: ['internal'], roles: null },
 } as const satisfies Record<string, AccessRule>;
 
 /** The caller of a request: the principal (org-scoped routes), and the person's user id when a person called. */
@@ -78,6 +83,7 @@ export class AccessService {
    */
   async authenticate(headers: Record<string, string>, query: URLSearchParams, rule: AccessRule): Promise<Caller> {
     if (rule.credentials.length === 0) return { principal: NOBODY, userId: undefined };
+    if (rule.credentials.includes('internal')) throw new AppError('not_found', 'No such route.');
     refuseApiKeyInUrl(query);
     const credential = classifyAuthorization(headers.authorization);
     if (credential.kind === 'none') {

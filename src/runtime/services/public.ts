@@ -136,10 +136,7 @@ export class PublicService {
    */
   async turnChannel(publicKey: string, turnId: string, visitorToken: string | undefined): Promise<TurnChannel> {
     const agent = await this.agent(publicKey);
-    const channel = this.chat.turns.channel(turnId);
-    if (channel === undefined || channel.orgId !== agent.org_id || !channel.isReplayable) {
-      throw new AppError('not_found', 'No such turn, or its events are no longer kept; fetch the conversation messages instead.');
-    }
+    const channel = await this.chat.turnChannel(agent.org_id, turnId);
     await this.conversation(publicKey, channel.conversationId, visitorToken);
     return channel;
   }

@@ -98,7 +98,7 @@ export interface TurnRunnerDeps {
 async function storeReply(turn: Turn, message: MessageRecord, deps: Pick<TurnRunnerDeps, 'store' | 'outbox' | 'bus'>): Promise<void> {
   let events: StoredEvent[] | undefined;
   if (deps.outbox?.wants(turn.orgId)) events = deps.outbox.events(turn.orgId, [messageCreated(message, turn.agent.id)], message.created_at);
-  const fired: StoredEvent[] = await deps.store.conversations.appendMessage(message, events);
+  const fired: StoredEvent[] = await deps.store.conversations.appendMessage(message, events, turn.fence);
   deps.outbox?.committed(events);
   if (fired.length > 0) {
     deps.outbox?.committed(fired);
@@ -405,7 +405,7 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
     // (a crash, a cancel) still reports the call it made.
     const events = deps.outbox?.events(turn.orgId, [toolRun(ran, record)], record.created_at);
     try {
-      await deps.store.toolRuns.record(record, events);
+      await deps.store.toolRuns.record(record, events, turn.fence);
       deps.outbox?.committed(events);
     } catch (err) {
       // The run itself happened and the model has its result: a lost history row must not fail the turn.
@@ -468,7 +468,7 @@ export async function forwardQueuedTurn(turn: Turn, deps: Pick<TurnRunnerDeps, '
   turn.setupDone();
   if (turn.ended) return;
   try {
-    await deps.store.conversations.detachFromTurn(turn.visitorMessageId);
+    await deps.store.conversations.detachFromTurn(turn.visitorMessageId, turn.fence === undefined ? undefined : { conversationId: turn.conversationId, fence: turn.fence });
     turn.emit({ type: 'message', message_id: turn.visitorMessageId });
     turn.emit({ type: 'done', finish_reason: 'handoff' });
   } catch (err) {

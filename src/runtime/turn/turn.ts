@@ -17,7 +17,7 @@
  */
 import type { CancelReason, TurnOutput } from '../../../actors/turn/turn.types.js';
 import type { AbortLike, ModelMessage, Passage } from '../../models/port.js';
-import type { AgentRecord } from '../../store/records.js';
+import type { AgentRecord, Fence } from '../../store/records.js';
 import type { StreamEvent } from '../../vocabulary/stream-event.js';
 import type { ToolRun, Usage } from '../../vocabulary/turn.js';
 import { TurnAbort } from './turn-abort.js';
@@ -44,6 +44,11 @@ export interface TurnInit {
   channel: TurnChannel;
   /** Frees the turn's admission slot; called once set-up is over. */
   releaseSetup?: () => void;
+  /**
+   * The conversation's lease fence this turn runs under (src/runtime/placement/placement.ts): every write
+   * of the turn carries it, so it is refused once another process took the conversation over.
+   */
+  fence?: Fence | undefined;
 }
 
 export class Turn {
@@ -55,6 +60,8 @@ export class Turn {
   readonly question: string;
   readonly newConversation: boolean;
   readonly channel: TurnChannel;
+  /** The lease fence its writes carry (TurnInit.fence); undefined for writes without one (tests). */
+  readonly fence: Fence | undefined;
   /**
    * Aborts the model call and tools: `CANCELLED` (client cancel), `HANDED_OFF`, or an AppError (shutdown,
    * crash). A TurnAbort, not an AbortController: a live stream holds it all its life (turn-abort.ts).
@@ -93,6 +100,7 @@ export class Turn {
     this.newConversation = init.newConversation;
     this.channel = init.channel;
     this.releaseSetup = init.releaseSetup;
+    this.fence = init.fence;
   }
 
   /**

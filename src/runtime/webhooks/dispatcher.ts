@@ -40,6 +40,8 @@ export interface WebhookDispatcherOptions {
   sweepIntervalMs: number;
   /** `User-Agent` of every delivery, `Parley/<version>`. */
   userAgent: string;
+  /** The lease owner id of this process's claims (its process id); default a new random one. */
+  owner?: string | undefined;
 }
 
 type EndpointActor = ActorRefFrom<typeof webhookEndpointMachine>;
@@ -62,8 +64,8 @@ export function envelopeOf(event: ClaimedDelivery['event']): string {
 
 /** Runs the webhook-endpoint actors. */
 export class WebhookDispatcher {
-  /** This process's lease owner id. */
-  readonly owner = `proc_${process.pid}_${randomBytes(6).toString('hex')}`;
+  /** This process's lease owner id (its process id in the store: src/cluster/process-registry.ts). */
+  readonly owner: string;
   private readonly entries = new Map<string, Entry>();
   private readonly byOrg = new Map<string, Set<string>>();
   private readonly inflight = new Set<Promise<unknown>>();
@@ -71,34 +73,56 @@ export class WebhookDispatcher {
   private closed = false;
 
   constructor(private readonly opts: WebhookDispatcherOptions) {
+    this.owner = opts.owner ?? `proc_${process.pid}_${randomBytes(6).toString('hex')}`;
     opts.outbox.onCommitted((orgId) => this.wakeOrg(orgId));
   }
 
   /**
    * Loads the enabled endpoints (the outbox's set of organizations, an actor each: each starts by
-   * pumping, so deliveries an earlier run left due go out at once), takes back every lease of an
-   * earlier process, and starts the periodic sweep.
+   * pumping, so deliveries an earlier run left due go out at once), takes back the expired leases, and
+   * starts the periodic sweep. Leases of a process found dead are taken back by `ownerGone`.
    */
   async start(): Promise<void> {
     const { store } = this.opts;
     const endpoints = await store.webhooks.enabledEndpoints();
     this.opts.outbox.reset(endpoints.map((e) => e.org_id));
-    const released = await store.webhooks.releaseExpiredLeases(new Date().toISOString(), this.owner, true);
-    if (released.length > 0) this.opts.logger.warn({ endpoints: released.length }, 'webhook deliveries cut short by an earlier stop recorded as interrupted and sent again');
+    await this.release([]);
     for (const e of endpoints) this.ensure(e);
     this.sweepTimer = setInterval(() => { void this.sweep(); }, this.opts.sweepIntervalMs);
     this.sweepTimer.unref();
   }
 
-  /** The sweep: deliveries whose lease ended are recorded as interrupted and sent again. */
+  /**
+   * The sweep: deliveries whose lease ended are recorded as interrupted and sent again, and every endpoint
+   * is woken, so deliveries another process committed and never sent (it died right after) go out too.
+   */
   async sweep(): Promise<void> {
     if (this.closed) return;
     try {
-      const endpointIds = await this.opts.store.webhooks.releaseExpiredLeases(new Date().toISOString(), this.owner, false);
-      for (const id of endpointIds) this.wake(id);
+      await this.release([]);
+      const now = Date.now();
+      for (const id of [...this.entries.keys()]) {
+        const next = await this.opts.store.webhooks.nextDueAt(id);
+        if (next !== null && Date.parse(next) <= now) this.wake(id);
+      }
     } catch (err) {
       this.opts.logger.error({ err }, 'webhook lease sweep failed');
     }
+  }
+
+  /**
+   * Process `ownerId` is gone (src/cluster/process-registry.ts): its deliveries under lease are recorded
+   * as interrupted and sent again now, without waiting for their leases to expire.
+   */
+  async ownerGone(ownerId: string): Promise<void> {
+    if (this.closed) return;
+    await this.release([ownerId]);
+  }
+
+  private async release(deadOwners: string[]): Promise<void> {
+    const endpointIds = await this.opts.store.webhooks.releaseExpiredLeases(new Date().toISOString(), deadOwners);
+    if (endpointIds.length > 0) this.opts.logger.warn({ endpoints: endpointIds.length }, 'webhook deliveries cut short by a stop recorded as interrupted and sent again');
+    for (const id of endpointIds) this.wake(id);
   }
 
   /** New deliveries of `orgId` were committed: wake its endpoints. */

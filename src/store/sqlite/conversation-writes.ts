@@ -4,8 +4,9 @@
  * (writer.worker.ts). Each runs inside the caller's transaction and savepoint (src/store/sqlite/group-commit.ts).
  */
 import type Database from 'better-sqlite3';
-import type { ConversationRecord, ConversationStatus, InterruptedTurn, MessageRecord, OutboxEvent } from '../records.js';
+import type { ConversationRecord, ConversationStatus, Fence, InterruptedTurn, LeaseOwner, MessageRecord, OutboxEvent } from '../records.js';
 import { KNOWLEDGE_WRITES } from './knowledge-writes.js';
+import { checkFence, insertLease, LEASE_WRITES } from './lease-writes.js';
 import { countUsage, OUTBOX_WRITES, writeOutbox } from './outbox-writes.js';
 import { toJson } from './rows.js';
 
@@ -62,34 +63,49 @@ function countReply(db: Database.Database, rec: MessageRecord): OutboxEvent[] {
  * to the outbox in the same savepoint as the change (src/store/sqlite/outbox-writes.ts). Webhook writes
  * (OUTBOX_WRITES) and the chunk-storing writes of knowledge ingestion (KNOWLEDGE_WRITES) go the same way.
  */
+/** The fence check of a write that carries one (ConversationsPort: a stale owner's write is refused). */
+function fenced(db: Database.Database, conversationId: string, fence: Fence | undefined): void {
+  if (fence !== undefined) checkFence(db, conversationId, fence, new Date().toISOString());
+}
+
 export const CONVERSATION_WRITES = {
   ...OUTBOX_WRITES,
   ...KNOWLEDGE_WRITES,
+  ...LEASE_WRITES,
   /** Inserts a conversation. */
   createConversation(db: Database.Database, c: ConversationRecord): void {
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
   },
-  /** Inserts a conversation and its first message (one write: both or neither). */
-  startConversation(db: Database.Database, args: { conversation: ConversationRecord; message: MessageRecord; events?: OutboxEvent[] | undefined }): void {
+  /**
+   * Inserts a conversation and its first message (one write: both or neither), and, with `lease`, the
+   * conversation's first lease (fence 1) for its owner.
+   */
+  startConversation(db: Database.Database, args: {
+    conversation: ConversationRecord; message: MessageRecord; events?: OutboxEvent[] | undefined; lease?: { owner: LeaseOwner; until: string } | undefined;
+  }): void {
     const c = args.conversation;
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
     insertMessage(db, args.message);
+    if (args.lease !== undefined) insertLease(db, c.id, args.lease.owner, args.lease.until);
     writeOutbox(db, args.events);
   },
-  /** Sets a conversation's status and updated_at. */
-  setStatus(db: Database.Database, args: { id: string; status: ConversationStatus; at: string; events?: OutboxEvent[] | undefined }): void {
+  /** Sets a conversation's status and updated_at (after the fence check, when fenced). */
+  setStatus(db: Database.Database, args: { id: string; status: ConversationStatus; at: string; events?: OutboxEvent[] | undefined; fence?: Fence | undefined }): void {
+    fenced(db, args.id, args.fence);
     statements(db).setStatus.run(args.status, args.at, args.id);
     writeOutbox(db, args.events);
   },
   /** Clears the `turn_id` of a visitor message (forwarded to a person instead of answered). */
-  detachFromTurn(db: Database.Database, args: { messageId: string }): void {
+  detachFromTurn(db: Database.Database, args: { messageId: string; conversationId?: string | undefined; fence?: Fence | undefined }): void {
+    if (args.conversationId !== undefined) fenced(db, args.conversationId, args.fence);
     statements(db).detachFromTurn.run(args.messageId);
   },
   /**
    * Appends a message and touches its conversation's updated_at (throws on a missing conversation: FK),
    * with its events; counts an agent reply's usage. Returns the usage.threshold events it fired.
    */
-  appendMessage(db: Database.Database, args: { message: MessageRecord; events?: OutboxEvent[] | undefined }): OutboxEvent[] {
+  appendMessage(db: Database.Database, args: { message: MessageRecord; events?: OutboxEvent[] | undefined; fence?: Fence | undefined }): OutboxEvent[] {
+    fenced(db, args.message.conversation_id, args.fence);
     insertMessage(db, args.message);
     writeOutbox(db, args.events);
     return countReply(db, args.message);
@@ -98,10 +114,11 @@ export const CONVERSATION_WRITES = {
    * Appends start-up recovery's failed agent replies (ConversationsPort.failInterruptedTurns), each with its
    * outbox events, skipping a turn that has an agent message by now; returns what it appended, in order.
    */
-  appendInterruptedReplies(db: Database.Database, args: { replies: Array<{ message: MessageRecord; events?: OutboxEvent[] | undefined }> }): InterruptedTurn[] {
+  appendInterruptedReplies(db: Database.Database, args: { replies: Array<{ message: MessageRecord; events?: OutboxEvent[] | undefined }>; fence?: Fence | undefined }): InterruptedTurn[] {
     const sql = statements(db);
     const appended: InterruptedTurn[] = [];
     for (const { message, events } of args.replies) {
+      fenced(db, message.conversation_id, args.fence);
       if (message.turn_id === null || sql.turnAnswered.get(message.turn_id) !== undefined) continue;
       insertMessage(db, message);
       writeOutbox(db, events);

@@ -41,11 +41,20 @@ export function createConversations(db: Database.Database, writer: ConversationW
     history: db.prepare(
       `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?)
        ORDER BY turn_id IS NULL, turn_id, CASE role WHEN 'visitor' THEN 0 ELSE 1 END, seq`),
-    // Every turn with a visitor message and no agent message, in the order the visitor messages were stored.
-    unansweredTurns: db.prepare(
+    // Every turn of conversations without a lease with a visitor message and no agent message, in the
+    // order the visitor messages were stored.
+    unansweredUnleased: db.prepare(
       `SELECT v.org_id, v.conversation_id, v.turn_id, c.agent_id, min(v.seq) AS first_seq
          FROM messages v JOIN conversations c ON c.id = v.conversation_id
        WHERE v.role = 'visitor' AND v.turn_id IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM conversation_leases l WHERE l.conversation_id = v.conversation_id)
+         AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.turn_id = v.turn_id AND a.role = 'agent')
+       GROUP BY v.turn_id ORDER BY first_seq`),
+    // The same, of one conversation (messages_conversation index).
+    unansweredOf: db.prepare(
+      `SELECT v.org_id, v.conversation_id, v.turn_id, c.agent_id, min(v.seq) AS first_seq
+         FROM messages v JOIN conversations c ON c.id = v.conversation_id
+       WHERE v.conversation_id = ? AND v.role = 'visitor' AND v.turn_id IS NOT NULL
          AND NOT EXISTS (SELECT 1 FROM messages a WHERE a.turn_id = v.turn_id AND a.role = 'agent')
        GROUP BY v.turn_id ORDER BY first_seq`),
   };
@@ -55,8 +64,8 @@ export function createConversations(db: Database.Database, writer: ConversationW
     create(c) {
       return writer.run('createConversation', c);
     },
-    start(conversation, message, events) {
-      return writer.run('startConversation', events === undefined ? { conversation, message } : { conversation, message, events });
+    start(conversation, message, events, lease) {
+      return writer.run('startConversation', { conversation, message, events, lease });
     },
     async get(orgId, id) {
       const r = sql.conversationById.get(orgId, id) as Row | undefined;
@@ -69,17 +78,17 @@ export function createConversations(db: Database.Database, writer: ConversationW
       if (filter.status !== undefined) { where += ' AND status = ?'; params.push(filter.status); }
       return toPage(conversations.rows([orgId], page, where, params), page, conversationFromRow);
     },
-    setStatus(id, status, at, events) {
-      return writer.run('setStatus', events === undefined ? { id, status, at } : { id, status, at, events });
+    setStatus(id, status, at, events, fence) {
+      return writer.run('setStatus', { id, status, at, events, fence });
     },
     async orgOf(id) {
       return (sql.orgOf.get(id) as { org_id: string } | undefined)?.org_id;
     },
-    detachFromTurn(messageId) {
-      return writer.run('detachFromTurn', { messageId });
+    detachFromTurn(messageId, fenced) {
+      return writer.run('detachFromTurn', { messageId, conversationId: fenced?.conversationId, fence: fenced?.fence });
     },
-    appendMessage(rec, events) {
-      return writer.run('appendMessage', events === undefined ? { message: rec } : { message: rec, events });
+    appendMessage(rec, events, fence) {
+      return writer.run('appendMessage', { message: rec, events, fence });
     },
     async listMessages(orgId, conversationId, page): Promise<Page<MessageRecord>> {
       let afterSeq = 0;
@@ -94,10 +103,11 @@ export function createConversations(db: Database.Database, writer: ConversationW
     async history(conversationId, limit) {
       return (sql.history.all(conversationId, limit) as Row[]).map(messageFromRow);
     },
-    failInterruptedTurns(error, at, events) {
+    failInterruptedTurns(error, at, events, scope) {
       // Read on this connection first: after a clean stop there is nothing to fail, and start-up then commits
       // nothing, so an idle server does not start the writer thread (about 18 MB of RSS) before its first write.
-      const turns = sql.unansweredTurns.all() as Array<{ org_id: string; conversation_id: string; turn_id: string; agent_id: string }>;
+      const turns = (scope === 'unleased' ? sql.unansweredUnleased.all() : sql.unansweredOf.all(scope.conversationId)) as
+        Array<{ org_id: string; conversation_id: string; turn_id: string; agent_id: string }>;
       if (turns.length === 0) return Promise.resolve([]);
       const replies = turns.map((t) => {
         const message: MessageRecord = {
@@ -107,7 +117,7 @@ export function createConversations(db: Database.Database, writer: ConversationW
         };
         return { message, events: events?.({ message, agent_id: t.agent_id }) };
       });
-      return writer.run('appendInterruptedReplies', { replies });
+      return writer.run('appendInterruptedReplies', { replies, fence: scope === 'unleased' ? undefined : scope.fence });
     },
   };
 }

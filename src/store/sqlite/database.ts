@@ -196,6 +196,19 @@ export const MIGRATIONS: readonly string[] = [
     seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, data TEXT NOT NULL, created_at TEXT NOT NULL);
   CREATE INDEX feed_created ON feed(created_at);
   `,
+  // 11: several processes on one store (DESIGN.md "Several processes"). The processes serving it (their
+  // address and heartbeat), the secret of their internal requests, and one lease per conversation: its
+  // owner, until when, and a fence that grows with every change of owner (every write of a turn checks it).
+  `
+  CREATE TABLE processes (
+    id TEXT PRIMARY KEY, url TEXT NOT NULL, started_at TEXT NOT NULL, heartbeat_at TEXT NOT NULL, draining_at TEXT);
+  CREATE TABLE cluster_secret (id INTEGER PRIMARY KEY CHECK (id = 1), secret TEXT NOT NULL, created_at TEXT NOT NULL);
+  CREATE TABLE conversation_leases (
+    conversation_id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, owner_url TEXT NOT NULL, fence INTEGER NOT NULL,
+    expires_at TEXT NOT NULL, released INTEGER NOT NULL DEFAULT 0 CHECK (released IN (0, 1)));
+  CREATE INDEX conversation_leases_owner ON conversation_leases(owner_id) WHERE released = 0;
+  CREATE INDEX conversation_leases_abandoned ON conversation_leases(expires_at) WHERE released = 0;
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

@@ -55,7 +55,12 @@ function statements(db: Database.Database): Statements {
  * (KnowledgeService.resumePending), its leftover chunks deleted first. So a batch made only of these
  * needs no fsync of its own (see {@link batchSynchronous}).
  */
-export const UNACKNOWLEDGED_WRITES: ReadonlySet<string> = new Set(['chunksPrepare', 'chunksInsert', 'ftsMerge']);
+export const UNACKNOWLEDGED_WRITES: ReadonlySet<string> = new Set([
+  'chunksPrepare', 'chunksInsert', 'ftsMerge',
+  // Leases and process heartbeats (lease-writes.ts): a lost one is a lease nobody holds, or a heartbeat
+  // missed, and a later FULL commit makes them durable with it.
+  'leaseAcquire', 'leaseRenew', 'leaseRelease', 'processRegister', 'processHeartbeat', 'processRemove', 'processDraining',
+]);
 
 /**
  * The SQLite `synchronous` level to commit a batch of writes `ops` at, when the connection's is

@@ -59,7 +59,7 @@ function prepare(db: Database.Database) {
     streakGoes: db.prepare('UPDATE webhook_endpoints SET failing_since = ? WHERE id = ? AND failing_since IS NULL'),
     expiredLeases: db.prepare(
       `SELECT id, endpoint_id, attempt_count, attempt_started_at FROM webhook_deliveries
-       WHERE lease_owner IS NOT NULL AND (lease_expires_at < ? OR (? = 1 AND lease_owner <> ?))`),
+       WHERE lease_owner IS NOT NULL AND (lease_expires_at < ? OR lease_owner IN (SELECT value FROM json_each(?)))`),
     retry: db.prepare(
       `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ?
        WHERE org_id = ? AND endpoint_id = ? AND id = ? AND lease_owner IS NULL`),
@@ -243,9 +243,9 @@ export const OUTBOX_WRITES = {
     else sql.streakGoes.run(o.at, d.endpoint_id);
     return true;
   },
-  releaseExpiredLeases(db: Database.Database, a: { now: string; owner: string; foreignOwnersExpired: boolean }): string[] {
+  releaseExpiredLeases(db: Database.Database, a: { now: string; deadOwners: readonly string[] }): string[] {
     const sql = statements(db);
-    const rows = sql.expiredLeases.all(a.now, a.foreignOwnersExpired ? 1 : 0, a.owner) as Array<{ id: string; endpoint_id: string; attempt_count: number; attempt_started_at: string | null }>;
+    const rows = sql.expiredLeases.all(a.now, JSON.stringify(a.deadOwners)) as Array<{ id: string; endpoint_id: string; attempt_count: number; attempt_started_at: string | null }>;
     const endpoints = new Set<string>();
     for (const r of rows) {
       const at = r.attempt_started_at ?? a.now;

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Store } from '../ports.js';
 import { createAgents } from './agents.js';
 import { createFeed, FeedSignal } from './feed.js';
+import { createLeases, createProcesses } from './leases.js';
 import { createApiKeys } from './api-keys.js';
 import { createConversations } from './conversations.js';
 import { openDatabase, type SqliteSync } from './database.js';
@@ -60,6 +61,8 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     db,
     organizations: createOrganizations(db),
     feed: createFeed(db, signal),
+    processes: createProcesses(db, writer),
+    leases: createLeases(db, writer),
     apiKeys: createApiKeys(db, signal),
     users: createUsers(db, signal),
     memberships: createMemberships(db, signal),

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ToolRunsPort } from '../ports.js';
-import type { OutboxEvent, ToolRunRecord } from '../records.js';
+import type { Fence, OutboxEvent, ToolRunRecord } from '../records.js';
+import { checkFence } from './lease-writes.js';
 import { writeOutbox } from './outbox-writes.js';
 import type { Row } from './rows.js';
 
@@ -25,13 +26,14 @@ export function createToolRuns(db: Database.Database): ToolRunsPort {
        VALUES (@id, @org_id, @agent_id, @conversation_id, @turn_id, @tool_call_id, @name, @kind, @status, @http_status, @error, @duration_ms, @response_bytes, @created_at)`),
     byConversation: db.prepare('SELECT * FROM tool_runs WHERE org_id = ? AND conversation_id = ? ORDER BY created_at, id LIMIT ?'),
   };
-  const recordWithEvents = db.transaction((run: ToolRunRecord, events: OutboxEvent[] | undefined) => {
+  const recordWithEvents = db.transaction((run: ToolRunRecord, events: OutboxEvent[] | undefined, fence: Fence | undefined) => {
+    if (fence !== undefined) checkFence(db, run.conversation_id, fence, new Date().toISOString());
     sql.insert.run(run);
     writeOutbox(db, events);
   });
   return {
-    async record(run, events) {
-      recordWithEvents(run, events);
+    async record(run, events, fence) {
+      recordWithEvents.immediate(run, events, fence);
     },
     async listForConversation(orgId, conversationId, limit = 100) {
       return (sql.byConversation.all(orgId, conversationId, limit) as Row[]).map(fromRow);

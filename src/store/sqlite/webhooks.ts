@@ -40,7 +40,7 @@ export function createWebhooks(db: Database.Database, writer: ConversationWriter
     event: db.prepare('SELECT * FROM webhook_events WHERE org_id = ? AND id = ?'),
     // The predicate of outbox-writes.ts `expiredLeases`, on the partial index webhook_deliveries_leased.
     anyExpiredLease: db.prepare(
-      `SELECT 1 FROM webhook_deliveries WHERE lease_owner IS NOT NULL AND (lease_expires_at < ? OR (? = 1 AND lease_owner <> ?)) LIMIT 1`),
+      `SELECT 1 FROM webhook_deliveries WHERE lease_owner IS NOT NULL AND (lease_expires_at < ? OR lease_owner IN (SELECT value FROM json_each(?))) LIMIT 1`),
   };
   const endpoints = new NewestFirstList(db, 'webhook_endpoints', 'org_id = ?', 'webhook endpoint');
   const deliveries = new NewestFirstList(db, 'webhook_deliveries', 'org_id = ? AND endpoint_id = ?', 'delivery');
@@ -95,12 +95,12 @@ export function createWebhooks(db: Database.Database, writer: ConversationWriter
     recordAttempt(deliveryId, owner, outcome) {
       return writer.run('recordAttempt', { deliveryId, owner, outcome });
     },
-    releaseExpiredLeases(now, owner, foreignOwnersExpired) {
+    releaseExpiredLeases(now, deadOwners) {
       // Read first: with no expired lease (the usual case, and always on a fresh server) the sweep commits
       // nothing, so an idle server does not start the writer thread (about 18 MB of RSS) at start-up or
       // wake it every sweep. A lease taken after this read expires after `now`, so skipping misses none.
-      if (sql.anyExpiredLease.get(now, foreignOwnersExpired ? 1 : 0, owner) === undefined) return Promise.resolve([]);
-      return writer.run('releaseExpiredLeases', { now, owner, foreignOwnersExpired });
+      if (sql.anyExpiredLease.get(now, JSON.stringify(deadOwners)) === undefined) return Promise.resolve([]);
+      return writer.run('releaseExpiredLeases', { now, deadOwners });
     },
     async listDeliveries(orgId, endpointId, page) {
       return toPage(deliveries.rows([orgId, endpointId], page), page, deliveryFromRow);

@@ -42,18 +42,29 @@ export interface UwsServerOptions {
    * outside /v1, need no credential and are not in the OpenAPI document.
    */
   sites?: readonly StaticSite[];
+  /**
+   * A second port to listen on as well (0: any free one), for the neighbours of this process: every route
+   * is served there too. Several processes share `port` (SO_REUSEPORT: the kernel picks one of them per
+   * connection), so a neighbour that must reach this process in particular uses this one.
+   */
+  internalPort?: number | undefined;
 }
 
 /** A listening server. `port` is the bound port (useful with port 0). */
 export interface UwsServer {
   port: number;
   implementation: string;
-  /** Stops accepting connections (open ones, e.g. running streams, continue). */
-  stopListening(): void;
+  /**
+   * Stops accepting connections (open ones, e.g. running streams, continue): on the shared port only
+   * (`public`; the internal port, when there is one, stays open for the neighbours until `all`), or on both.
+   */
+  stopListening(which?: 'public' | 'all'): void;
   /** Closes every open streaming response and WebSocket (1001). */
   closeAll(): void;
   /** Open WebSockets. */
   readonly sockets: number;
+  /** The bound internal port (UwsServerOptions.internalPort), when there is one. */
+  internalPort: number | undefined;
 }
 
 const textDecoder = new TextDecoder();
@@ -199,25 +210,42 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
     });
   });
 
-  return new Promise((resolve, reject) => {
-    app.listen(opts.host, opts.port, (token: us_listen_socket | false) => {
-      if (!token) {
-        reject(new Error(`could not listen on ${opts.host}:${opts.port}`));
-        return;
-      }
-      const port = uws.us_socket_local_port(token);
-      logger.info({ host: opts.host, port, uws: implementation }, 'listening');
-      resolve({
-        port,
-        implementation,
-        stopListening: () => uws.us_listen_socket_close(token),
-        closeAll: () => {
-          for (const ex of open) { ex.closed = true; ex.res.close(); }
-          open.clear();
-          sockets?.closeAll();
-        },
-        get sockets() { return sockets?.size ?? 0; },
-      });
+  const listen = (port: number): Promise<us_listen_socket> => new Promise((resolve, reject) => {
+    app.listen(opts.host, port, (token: us_listen_socket | false) => {
+      if (!token) reject(new Error(`could not listen on ${opts.host}:${port}`));
+      else resolve(token);
     });
   });
+  return (async () => {
+    const token = await listen(opts.port);
+    const port = uws.us_socket_local_port(token);
+    let internal: us_listen_socket | undefined;
+    if (opts.internalPort !== undefined) {
+      try {
+        internal = await listen(opts.internalPort);
+      } catch (err) {
+        uws.us_listen_socket_close(token);
+        throw err;
+      }
+    }
+    const internalPort = internal === undefined ? undefined : uws.us_socket_local_port(internal);
+    let publicClosed = false;
+    let internalClosed = false;
+    logger.info({ host: opts.host, port, internal_port: internalPort, uws: implementation }, 'listening');
+    return {
+      port,
+      internalPort,
+      implementation,
+      stopListening: (which = 'all') => {
+        if (!publicClosed) { publicClosed = true; uws.us_listen_socket_close(token); }
+        if (which === 'all' && internal !== undefined && !internalClosed) { internalClosed = true; uws.us_listen_socket_close(internal); }
+      },
+      closeAll: () => {
+        for (const ex of open) { ex.closed = true; ex.res.close(); }
+        open.clear();
+        sockets?.closeAll();
+      },
+      get sockets() { return sockets?.size ?? 0; },
+    };
+  })();
 }

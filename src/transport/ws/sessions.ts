@@ -175,11 +175,7 @@ export class ChatSession extends BaseSession {
       return;
     }
     for (const ch of mine) {
-      try {
-        this.s.chat.control.cancelTurn(ch.orgId, ch.conversationId, ch.turnId);
-      } catch (err) {
-        this.port.send(errorFrame(err, ch.conversationId));
-      }
+      this.s.chat.control.cancelTurn(ch.orgId, ch.conversationId, ch.turnId).catch((err: unknown) => this.port.send(errorFrame(err, ch.conversationId)));
     }
   }
 
@@ -188,7 +184,7 @@ export class ChatSession extends BaseSession {
       if (this.followerOrUndefined?.knows(f.turn_id) === true) throw new AppError('validation_failed', 'This socket already follows that turn.');
       const channel = this.target.kind === 'public'
         ? await this.s.public.turnChannel(this.target.publicKey, f.turn_id, f.visitor_token)
-        : this.s.chat.turnChannel(this.target.orgId, f.turn_id);
+        : await this.s.chat.turnChannel(this.target.orgId, f.turn_id);
       if (this.port.closed) return;
       this.watchOperators(channel.conversationId);
       this.follower.follow(channel, f.after_seq);
@@ -240,7 +236,8 @@ async function joinConversation(
     deliver: (e) => { if (live) write.event(e, shown); else buffered.push(e); },
   });
   try {
-    const pending = s.chat.pendingTurns(conversationId);
+    // Taken now, before any wait, when this process runs the conversation; else asked of its owner.
+    const pending = s.chat.localPendingTurns(conversationId) ?? await s.chat.pendingTurns(conversationId);
     if (catchUp !== undefined) {
       const messages = await s.conversations.messagesAfter(orgId, conversationId, catchUp.afterId);
       for (const m of messages) {

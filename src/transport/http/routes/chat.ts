@@ -70,7 +70,7 @@ export function chatRoutes(s: Services): RouteDef[] {
         { status: 404, description: 'Unknown turn, or no longer kept (fetch the messages instead)', schema: ErrorSchema },
       ],
       async handle({ principal, params, req }) {
-        const channel = s.chat.replay(principal.orgId, params.conversation_id!, params.turn_id!);
+        const channel = await s.chat.replay(principal.orgId, params.conversation_id!, params.turn_id!);
         return { kind: 'sse', channel, afterSeq: lastSeq(req.headers['last-event-id'], channel.turnId) };
       },
     },

@@ -73,7 +73,7 @@ export function handoffRoutes(s: Services): RouteDef[] {
         { status: 404, description: 'Unknown turn, or it ended more than PARLEY_TURN_REPLAY_MS ago', schema: ErrorSchema },
       ],
       async handle({ principal, params }) {
-        const status = s.chat.control.cancelTurn(principal.orgId, params.conversation_id!, params.turn_id!);
+        const status = await s.chat.control.cancelTurn(principal.orgId, params.conversation_id!, params.turn_id!);
         return cancelResult(params.conversation_id!, params.turn_id!, status);
       },
     },
