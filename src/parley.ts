@@ -26,6 +26,7 @@ import { LiveHub } from './runtime/live/live-hub.js';
 import { AccessCache } from './auth/access-cache.js';
 import { FeedFollower } from './runtime/feed-follower.js';
 import { followAccessChanges } from './runtime/access-changes.js';
+import { followRemoteEvents } from './runtime/placement/remote-events.js';
 import { PublicService } from './runtime/services/public.js';
 import { AccessService } from './runtime/services/access.js';
 import { AgentService } from './runtime/services/agents.js';
@@ -183,6 +184,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const accessCache = new AccessCache(store.memberships, store.refreshTokens);
   const access = new AccessService(store, accessTokens, accessCache);
   const feed = new FeedFollower(store.feed, { logger, pollMs: config.feedPollMs });
+  followRemoteEvents(feed, { selfId: self.id, live, store, remote: chat.remote!, urlOf: (id) => registry.urlOf(id), logger });
   const stopAccessChanges = followAccessChanges(feed, {
     store, access: accessCache, apiKeys: store.apiKeys, agents: agentDirectory, live, logger,
     webhooksChanged: (orgId) => { dispatcher.reloadOrg(orgId).catch((err: unknown) => logger.error({ err, org_id: orgId }, 'could not reload webhook endpoints')); },

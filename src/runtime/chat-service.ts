@@ -198,7 +198,10 @@ export class ChatService {
     if (via === 'public' && !visitorTokenMatches(existing, input.visitor_token)) throw new AppError('not_found', 'No such conversation.');
     return this.onOwner(existing.id,
       (fence) => this.admitted(orgId, agentId, input, via, { conversation: existing, fence }),
-      (url) => this.remote!.send(url, { org_id: orgId, agent_id: agentId, via, input: { ...input } }),
+      (url) => this.remote!.send(url, {
+        org_id: orgId, agent_id: agentId, via,
+        input: { message: input.message, conversation_id: input.conversation_id, metadata: input.metadata, visitor_token: input.visitor_token },
+      }),
       hereOnly);
   }
 

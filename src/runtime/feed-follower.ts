@@ -8,9 +8,9 @@ export interface FeedFollowerOptions {
   pollMs?: number;
   /** Entries read per store read (default 500). */
   batch?: number;
-  /** Entries older than this are deleted by the periodic prune, ms (default 1 hour). */
+  /** Entries older than this are deleted by the periodic prune, ms (default 10 minutes). */
   retainMs?: number;
-  /** How often the prune runs, ms (default 10 minutes). */
+  /** How often the prune runs, ms (default 1 minute). */
   pruneEveryMs?: number;
   logger: Logger;
 }
@@ -46,7 +46,7 @@ export class FeedFollower {
   constructor(private readonly feed: FeedPort, private readonly opts: FeedFollowerOptions) {
     this.pollMs = opts.pollMs ?? 100;
     this.batch = opts.batch ?? 500;
-    this.retainMs = opts.retainMs ?? 3_600_000;
+    this.retainMs = opts.retainMs ?? 600_000;
   }
 
   /** Adds a handler for every entry from now on. */
@@ -65,7 +65,7 @@ export class FeedFollower {
     this.unsubscribe = this.feed.onAppend(() => { void this.poll(); });
     this.timer = setInterval(() => { void this.poll(); }, this.pollMs);
     this.timer.unref();
-    this.pruneTimer = setInterval(() => { void this.prune(); }, this.opts.pruneEveryMs ?? 600_000);
+    this.pruneTimer = setInterval(() => { void this.prune(); }, this.opts.pruneEveryMs ?? 60_000);
     this.pruneTimer.unref();
   }
 

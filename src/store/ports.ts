@@ -250,7 +250,8 @@ export interface ConversationsPort {
    * Sets the status and `updated_at` (durable when the promise resolves; a write of the writer thread).
    * Fenced writes (`fence` given, here and below) first check that `fence` still holds the conversation's
    * lease (records.ts ConversationLease), and otherwise reject with an Error whose `code` is `lease_lost`,
-   * storing nothing.
+   * storing nothing. A fenced write (and `start` with a lease) also records its feed entry (FeedChange
+   * `status`, `message`, `conversation`) in its commit, with the fence's owner as `origin`.
    */
   setStatus(id: string, status: ConversationStatus, at: string, events?: OutboxEvent[], fence?: Fence): Promise<void>;
   /**
@@ -281,6 +282,8 @@ export interface ConversationsPort {
    * conversation; otherwise AppError `validation_failed`.
    */
   listMessages(orgId: string, conversationId: string, page: PageRequest): Promise<Page<MessageRecord>>;
+  /** Message `id` of `orgId`, or undefined (a socket of another process follows a conversation: FeedChange `message`). */
+  getMessage(orgId: string, id: string): Promise<MessageRecord | undefined>;
   /**
    * The last `limit` completed messages for model context, in turn order (a turn's visitor message
    * before its reply), so queued turns read as question/answer pairs.

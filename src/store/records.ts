@@ -468,7 +468,11 @@ export interface UsageThreshold {
  * - `api_key`: a key was revoked or rotated (its `expires_at` set);
  * - `agent`: an agent changed, was published, unpublished or deleted (`public_key`: the key it had
  *   before, when that key stopped working);
- * - `webhooks`: an organization's webhook endpoints changed (created, updated, disabled, deleted).
+ * - `webhooks`: an organization's webhook endpoints changed (created, updated, disabled, deleted);
+ * - `conversation`, `status`, `message`: a conversation was created, changed status, or got a message,
+ *   written by its owner (`origin`, a process id): how sockets on other processes follow it live
+ *   (src/runtime/placement/remote-events.ts). A visitor message with a `turn_id` means that turn started
+ *   on `origin`.
  */
 export type FeedChange =
   | { kind: 'user'; user_id: string }
@@ -476,7 +480,10 @@ export type FeedChange =
   | { kind: 'session'; session_id: string; user_id: string }
   | { kind: 'api_key'; org_id: string; key_id: string }
   | { kind: 'agent'; org_id: string; agent_id: string; public_key?: string | undefined }
-  | { kind: 'webhooks'; org_id: string };
+  | { kind: 'webhooks'; org_id: string }
+  | { kind: 'conversation'; org_id: string; conversation_id: string; agent_id: string; origin: string }
+  | { kind: 'status'; org_id: string; conversation_id: string; status: ConversationStatus; origin: string }
+  | { kind: 'message'; org_id: string; conversation_id: string; message_id: string; role: MessageRole; turn_id: string | null; origin: string };
 
 /** A FeedChange as stored: `seq` grows with every entry, in commit order; `at` is when it was written. */
 export type FeedEntry = FeedChange & { seq: number; at: string };

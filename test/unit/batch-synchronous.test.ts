@@ -26,7 +26,7 @@ describe('batchSynchronous', () => {
 
   it('names the chunk writes and the lease and process writes, all of them real writes of the writer thread, and not the ones that make a document ready', () => {
     expect([...UNACKNOWLEDGED_WRITES].sort()).toEqual([
-      'chunksInsert', 'chunksPrepare', 'ftsMerge', 'leaseAcquire', 'leaseRelease', 'leaseRenew',
+      'chunksInsert', 'chunksPrepare', 'feedPrune', 'ftsMerge', 'leaseAcquire', 'leaseRelease', 'leaseRenew',
       'processDraining', 'processHeartbeat', 'processRegister', 'processRemove',
     ]);
     for (const op of UNACKNOWLEDGED_WRITES) expect(Object.hasOwn(CONVERSATION_WRITES, op)).toBe(true);

@@ -7,6 +7,7 @@ import type Database from 'better-sqlite3';
 import type { ConversationRecord, ConversationStatus, Fence, InterruptedTurn, LeaseOwner, MessageRecord, OutboxEvent } from '../records.js';
 import { KNOWLEDGE_WRITES } from './knowledge-writes.js';
 import { checkFence, insertLease, LEASE_WRITES } from './lease-writes.js';
+import { FEED_WRITES, recordChanges } from './feed.js';
 import { countUsage, OUTBOX_WRITES, writeOutbox } from './outbox-writes.js';
 import { toJson } from './rows.js';
 
@@ -19,6 +20,7 @@ function prepare(db: Database.Database) {
       'INSERT INTO conversations (id, org_id, agent_id, status, metadata, visitor_token_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
     detachFromTurn: db.prepare("UPDATE messages SET turn_id = NULL WHERE id = ? AND role = 'visitor'"),
     setStatus: db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?'),
+    orgOf: db.prepare('SELECT org_id FROM conversations WHERE id = ?'),
     touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
     insertMessage: db.prepare(
       `INSERT INTO messages (id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
@@ -63,6 +65,15 @@ function countReply(db: Database.Database, rec: MessageRecord): OutboxEvent[] {
  * to the outbox in the same savepoint as the change (src/store/sqlite/outbox-writes.ts). Webhook writes
  * (OUTBOX_WRITES) and the chunk-storing writes of knowledge ingestion (KNOWLEDGE_WRITES) go the same way.
  */
+/**
+ * The feed entry of a stored message, when its writer is the conversation's owner (`origin`): sockets of
+ * other processes follow the conversation through it (FeedChange `message`).
+ */
+function messageChange(db: Database.Database, m: MessageRecord, origin: string | undefined): void {
+  if (origin === undefined) return;
+  recordChanges(db, [{ kind: 'message', org_id: m.org_id, conversation_id: m.conversation_id, message_id: m.id, role: m.role, turn_id: m.turn_id, origin }], m.created_at);
+}
+
 /** The fence check of a write that carries one (ConversationsPort: a stale owner's write is refused). */
 function fenced(db: Database.Database, conversationId: string, fence: Fence | undefined): void {
   if (fence !== undefined) checkFence(db, conversationId, fence, new Date().toISOString());
@@ -72,6 +83,7 @@ export const CONVERSATION_WRITES = {
   ...OUTBOX_WRITES,
   ...KNOWLEDGE_WRITES,
   ...LEASE_WRITES,
+  ...FEED_WRITES,
   /** Inserts a conversation. */
   createConversation(db: Database.Database, c: ConversationRecord): void {
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
@@ -86,13 +98,21 @@ export const CONVERSATION_WRITES = {
     const c = args.conversation;
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
     insertMessage(db, args.message);
-    if (args.lease !== undefined) insertLease(db, c.id, args.lease.owner, args.lease.until);
+    if (args.lease !== undefined) {
+      insertLease(db, c.id, args.lease.owner, args.lease.until);
+      recordChanges(db, [{ kind: 'conversation', org_id: c.org_id, conversation_id: c.id, agent_id: c.agent_id, origin: args.lease.owner.id }], c.created_at);
+      messageChange(db, args.message, args.lease.owner.id);
+    }
     writeOutbox(db, args.events);
   },
   /** Sets a conversation's status and updated_at (after the fence check, when fenced). */
   setStatus(db: Database.Database, args: { id: string; status: ConversationStatus; at: string; events?: OutboxEvent[] | undefined; fence?: Fence | undefined }): void {
     fenced(db, args.id, args.fence);
     statements(db).setStatus.run(args.status, args.at, args.id);
+    if (args.fence !== undefined) {
+      const row = statements(db).orgOf.get(args.id) as { org_id: string } | undefined;
+      if (row !== undefined) recordChanges(db, [{ kind: 'status', org_id: row.org_id, conversation_id: args.id, status: args.status, origin: args.fence.owner_id }], args.at);
+    }
     writeOutbox(db, args.events);
   },
   /** Clears the `turn_id` of a visitor message (forwarded to a person instead of answered). */
@@ -107,6 +127,7 @@ export const CONVERSATION_WRITES = {
   appendMessage(db: Database.Database, args: { message: MessageRecord; events?: OutboxEvent[] | undefined; fence?: Fence | undefined }): OutboxEvent[] {
     fenced(db, args.message.conversation_id, args.fence);
     insertMessage(db, args.message);
+    messageChange(db, args.message, args.fence?.owner_id);
     writeOutbox(db, args.events);
     return countReply(db, args.message);
   },
@@ -121,6 +142,7 @@ export const CONVERSATION_WRITES = {
       fenced(db, message.conversation_id, args.fence);
       if (message.turn_id === null || sql.turnAnswered.get(message.turn_id) !== undefined) continue;
       insertMessage(db, message);
+      messageChange(db, message, args.fence?.owner_id);
       writeOutbox(db, events);
       appended.push({ org_id: message.org_id, conversation_id: message.conversation_id, turn_id: message.turn_id, message_id: message.id });
     }

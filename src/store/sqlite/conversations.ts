@@ -37,6 +37,7 @@ export function createConversations(db: Database.Database, writer: ConversationW
     conversationById: db.prepare('SELECT * FROM conversations WHERE org_id = ? AND id = ?'),
     orgOf: db.prepare('SELECT org_id FROM conversations WHERE id = ?'),
     messageSeq: db.prepare('SELECT seq FROM messages WHERE org_id = ? AND conversation_id = ? AND id = ?'),
+    messageById: db.prepare('SELECT * FROM messages WHERE org_id = ? AND id = ?'),
     messagesAfter: db.prepare('SELECT * FROM messages WHERE org_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
     history: db.prepare(
       `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?)
@@ -99,6 +100,10 @@ export function createConversations(db: Database.Database, writer: ConversationW
       }
       const rows = sql.messagesAfter.all(orgId, conversationId, afterSeq, page.limit + 1) as Row[];
       return toPage(rows, page, messageFromRow);
+    },
+    async getMessage(orgId, id) {
+      const r = sql.messageById.get(orgId, id) as Row | undefined;
+      return r ? messageFromRow(r) : undefined;
     },
     async history(conversationId, limit) {
       return (sql.history.all(conversationId, limit) as Row[]).map(messageFromRow);

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { FeedPort } from '../ports.js';
 import type { FeedChange, FeedEntry } from '../records.js';
+import type { ConversationWriter } from './writer.js';
 
 type Statements = ReturnType<typeof prepare>;
 const cache = new WeakMap<Database.Database, Statements>();
@@ -10,7 +11,7 @@ function prepare(db: Database.Database) {
     insert: db.prepare('INSERT INTO feed (kind, data, created_at) VALUES (?, ?, ?)'),
     after: db.prepare('SELECT seq, data, created_at FROM feed WHERE seq > ? ORDER BY seq LIMIT ?'),
     head: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'feed'"),
-    prune: db.prepare('DELETE FROM feed WHERE created_at < ?'),
+    prune: db.prepare('DELETE FROM feed WHERE seq IN (SELECT seq FROM feed WHERE created_at < ? ORDER BY seq LIMIT ?)'),
   };
 }
 
@@ -33,6 +34,17 @@ export function recordChanges(db: Database.Database, changes: readonly FeedChang
   for (const c of changes) insert.run(c.kind, JSON.stringify(c), at);
 }
 
+/** Entries one prune step deletes at most (a few ms of the writer's time, so other writers never wait long). */
+export const PRUNE_BATCH = 5000;
+
+/** The feed's writes, by name (merged into the writer's registry). */
+export const FEED_WRITES = {
+  /** Deletes up to PRUNE_BATCH entries written before `before`; how many. */
+  feedPrune(db: Database.Database, a: { before: string }): number {
+    return statements(db).prune.run(a.before, PRUNE_BATCH).changes;
+  },
+} as const;
+
 /** Listeners told, in this process, that a commit of this process wrote feed entries (FeedPort.onAppend). */
 export class FeedSignal {
   private readonly listeners = new Set<() => void>();
@@ -53,9 +65,9 @@ export class FeedSignal {
 /**
  * FeedPort on SQLite (table `feed`, `seq` AUTOINCREMENT: numbers grow in commit order because SQLite
  * commits one writer at a time, whichever process it is, and are never reused). Reads run on the main
- * thread's connection: an empty poll is one primary-key range probe.
+ * thread's connection: an empty poll is one primary-key range probe. Pruning runs in the writer, in steps.
  */
-export function createFeed(db: Database.Database, signal: FeedSignal): FeedPort {
+export function createFeed(db: Database.Database, signal: FeedSignal, writer: ConversationWriter): FeedPort {
   const sql = statements(db);
   return {
     async head() {
@@ -70,7 +82,13 @@ export function createFeed(db: Database.Database, signal: FeedSignal): FeedPort 
       signal.fire();
     },
     async prune(before) {
-      return sql.prune.run(before).changes;
+      // In steps, through the writer thread: a large prune never holds the event loop or the write lock long.
+      let total = 0;
+      for (;;) {
+        const n = await writer.run('feedPrune', { before });
+        total += n;
+        if (n < PRUNE_BATCH) return total;
+      }
     },
     onAppend(listener) {
       return signal.on(listener);

@@ -60,6 +60,8 @@ export const UNACKNOWLEDGED_WRITES: ReadonlySet<string> = new Set([
   // Leases and process heartbeats (lease-writes.ts): a lost one is a lease nobody holds, or a heartbeat
   // missed, and a later FULL commit makes them durable with it.
   'leaseAcquire', 'leaseRenew', 'leaseRelease', 'processRegister', 'processHeartbeat', 'processRemove', 'processDraining',
+  // Feed pruning: entries deleted again after a power loss are deleted by the next prune.
+  'feedPrune',
 ]);
 
 /**

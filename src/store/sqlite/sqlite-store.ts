@@ -60,7 +60,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     kind: 'sqlite',
     db,
     organizations: createOrganizations(db),
-    feed: createFeed(db, signal),
+    feed: createFeed(db, signal, writer),
     processes: createProcesses(db, writer),
     leases: createLeases(db, writer),
     apiKeys: createApiKeys(db, signal),
