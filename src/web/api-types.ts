@@ -414,6 +414,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/knowledge-bases/{kb_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a knowledge base with its counts
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        get: operations["getV1KnowledgeBasesKb_id"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a knowledge base with its documents and chunks; agents that used it no longer list it
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin.
+         */
+        delete: operations["deleteV1KnowledgeBasesKb_id"];
+        options?: never;
+        /**
+         * Get a knowledge base with its counts (headers only)
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        head: operations["headV1KnowledgeBasesKb_id"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/knowledge-bases/{kb_id}/documents": {
         parameters: {
             query?: never;
@@ -1261,6 +1289,12 @@ export interface components {
         KnowledgeBase: {
             id: string;
             name: string;
+            /** @description documents of any status */
+            document_count: number;
+            /** @description searchable passages of its ready documents */
+            chunk_count: number;
+            /** @description bytes of the uploaded documents */
+            bytes: number;
             /** @description RFC 3339 UTC time */
             created_at: string;
         };
@@ -3287,7 +3321,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Knowledge bases, newest first */
+            /** @description Knowledge bases, newest first, each with its document count, chunk count and bytes */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3406,7 +3440,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Knowledge bases, newest first */
+            /** @description Knowledge bases, newest first, each with its document count, chunk count and bytes */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3429,6 +3463,168 @@ export interface operations {
             };
             /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getV1KnowledgeBasesKb_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kb_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The knowledge base */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBase"];
+                };
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteV1KnowledgeBasesKb_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kb_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id; forbidden: the person's role is not owner or admin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headV1KnowledgeBasesKb_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kb_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The knowledge base */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3983,6 +4179,7 @@ export interface operations {
                 after?: string;
                 agent_id?: string;
                 status?: components["schemas"]["ConversationStatus"];
+                exclude_source?: string;
             };
             header?: never;
             path?: never;
@@ -4035,6 +4232,7 @@ export interface operations {
                 after?: string;
                 agent_id?: string;
                 status?: components["schemas"]["ConversationStatus"];
+                exclude_source?: string;
             };
             header?: never;
             path?: never;

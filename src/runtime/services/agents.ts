@@ -84,6 +84,26 @@ export class AgentService {
     return agent;
   }
 
+  /**
+   * Takes knowledge base `kbId` out of the knowledge bases of every agent of the organization that has it
+   * (after the base was deleted). Pages through the agents; each change goes through `update`.
+   */
+  async detachKnowledgeBase(orgId: string, kbId: string): Promise<void> {
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.store.agents.list(orgId, after === undefined ? { limit: 100 } : { limit: 100, after });
+      for (const agent of page.data) {
+        if (!agent.knowledge_base_ids.includes(kbId)) continue;
+        const set: AgentPatch = { knowledge_base_ids: agent.knowledge_base_ids.filter((id) => id !== kbId) };
+        await this.store.agents.update(orgId, agent.id, set, new Date().toISOString());
+        this.directory?.invalidate(orgId, agent.id);
+        if (agent.public_key !== null) this.directory?.invalidatePublicKey(agent.public_key);
+      }
+      if (!page.has_more || page.data.length === 0) return;
+      after = page.data[page.data.length - 1]!.id;
+    }
+  }
+
   /** Deletes the agent (a published one stops answering at once: its public sockets close). Throws AppError `not_found`. */
   async delete(orgId: string, agentId: string): Promise<void> {
     const agent = await this.store.agents.get(orgId, agentId);
