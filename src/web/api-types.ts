@@ -286,6 +286,30 @@ export interface paths {
         patch: operations["patchV1MembersUser_id"];
         trace?: never;
     };
+    "/v1/model-providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The model providers configured on this server, which an agent's model.provider may name
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        get: operations["getV1ModelProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * The model providers configured on this server, which an agent's model.provider may name (headers only)
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        head: operations["headV1ModelProviders"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
@@ -1278,6 +1302,14 @@ export interface components {
             created_at: string;
             /** @description RFC 3339 UTC time */
             updated_at: string;
+        };
+        ModelProviderList: {
+            data: {
+                /** @description what an agent's model.provider names: builtin, openai */
+                id: string;
+                /** @description the model name used when none is chosen (builtin: "builtin"); null when the provider needs one */
+                default_model: string | null;
+            }[];
         };
         Published: {
             /** @description pk_...: grants chat with this agent only */
@@ -2787,6 +2819,92 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+        };
+    };
+    getV1ModelProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Providers, builtin first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelProviderList"];
+                };
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headV1ModelProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Providers, builtin first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -101,3 +101,10 @@ describe('conversation list: exclude_source', () => {
     expect((await srv.api('/v1/conversations?exclude_source=')).status).toBe(400);
   });
 });
+
+describe('model providers', () => {
+  it('lists the providers configured on this server: builtin alone without PARLEY_OPENAI_BASE_URL', async () => {
+    const body = await json<{ data: unknown[] }>(srv.api('/v1/model-providers'), 200);
+    expect(body).toEqual({ data: [{ id: 'builtin', default_model: 'builtin' }] });
+  });
+});

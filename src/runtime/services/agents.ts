@@ -40,6 +40,14 @@ export class AgentService {
     return this.store.agents.list(orgId, page);
   }
 
+  /**
+   * The model providers configured on this server (API.md "Agents": `builtin` always, `openai` when
+   * PARLEY_OPENAI_BASE_URL is set), in registration order: what an agent's `model.provider` may name.
+   */
+  providers(): string[] {
+    return this.models.names();
+  }
+
   /** The organization of agent `id`, or undefined (the org of a socket opened with a person's token). */
   orgOf(agentId: string): Promise<string | undefined> {
     return this.store.agents.orgOf(agentId);

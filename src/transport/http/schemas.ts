@@ -80,6 +80,13 @@ export const AgentSchema = z.object({
   allowed_origins: z.array(z.string()), created_at: time, updated_at: time,
 }).meta({ id: 'Agent' });
 
+export const ModelProviderListSchema = z.object({
+  data: z.array(z.object({
+    id: z.string().describe('what an agent\'s model.provider names: builtin, openai'),
+    default_model: z.string().nullable().describe('the model name used when none is chosen (builtin: "builtin"); null when the provider needs one'),
+  })),
+}).meta({ id: 'ModelProviderList' });
+
 export const PublishedSchema = z.object({ public_key: z.string().describe('pk_...: grants chat with this agent only') }).meta({ id: 'Published' });
 
 export const KnowledgeBaseCreateSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict().meta({ id: 'KnowledgeBaseCreate' });
