@@ -216,7 +216,7 @@ export function KnowledgeBasePage({ session, org, kbId }: { session: Session; or
       </section>
 
       <section class="card stack kb-section" aria-labelledby="search-title">
-        <h2 id="search-title" class="card-title">Test a search</h2>
+        <h2 id="search-title" class="card-title">What chat would find</h2>
         <p class="hint">The passages chat would retrieve for a question, best first: how to check what your agents will find.</p>
         <form class="form-row" role="search" onSubmit={search}>
           <div class="field">

@@ -111,7 +111,7 @@ function ExchangeView({ x }: { x: Exchange }) {
           </ol>
         )}
         {!x.streaming && x.usage !== null && (
-          <dl class="pg-usage" aria-label="Usage and timing">
+          <dl class="pg-usage">
             <div><dt>Input</dt><dd>{x.usage.input_tokens.toLocaleString()} tokens</dd></div>
             <div><dt>Output</dt><dd>{x.usage.output_tokens.toLocaleString()} tokens</dd></div>
             {x.timing !== null
