@@ -2,6 +2,7 @@ import '../shared.js';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { Agent, Organization, Schemas } from '../api.js';
 import { StackedBars, type Series } from '../chart.js';
+import { DAYS, lastDays, nextReset, perDay } from '../usage-days.js';
 import { unwrap } from '../client.js';
 import type { Session } from '../session.js';
 import { ErrorAlert, formatDate, messageOf, PageTitle, StatusMessage } from '../ui.js';
@@ -9,38 +10,8 @@ import { ErrorAlert, formatDate, messageOf, PageTitle, StatusMessage } from '../
 type UsageDay = Schemas['UsageReport']['data'][number];
 type Threshold = Schemas['UsageThresholds']['thresholds'][number];
 
-/** Days the chart covers, ending today (UTC): the API's default range. */
-const DAYS = 30;
 const METRIC_LABELS: Record<Threshold['metric'], string> = { total_tokens: 'Total tokens', input_tokens: 'Input tokens', output_tokens: 'Output tokens' };
 const PERIOD_LABELS: Record<Threshold['period'], string> = { day: 'per day', month: 'per month' };
-
-/** The `DAYS` UTC days (YYYY-MM-DD) ending on the UTC day of `now`, oldest first. */
-export function lastDays(now: Date, days = DAYS): string[] {
-  const end = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-  return Array.from({ length: days }, (_, i) => new Date(end - (days - 1 - i) * 86_400_000).toISOString().slice(0, 10));
-}
-
-/**
- * When a threshold's period next starts over (the usage.threshold webhook fires once per period): the next
- * UTC midnight for `day`, the first of the next UTC month for `month`.
- */
-export function nextReset(period: Threshold['period'], now: Date): Date {
-  if (period === 'day') return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-}
-
-/** Input and output tokens and turns per day of `days`, summed over the rows of `agentId` (every agent when null). */
-export function perDay(rows: UsageDay[], days: string[], agentId: string | null) {
-  const by = new Map(days.map((d) => [d, { day: d, input: 0, output: 0, turns: 0 }]));
-  for (const r of rows) {
-    const slot = by.get(r.day);
-    if (slot === undefined || (agentId !== null && r.agent_id !== agentId)) continue;
-    slot.input += r.input_tokens;
-    slot.output += r.output_tokens;
-    slot.turns += r.turns;
-  }
-  return days.map((d) => by.get(d)!);
-}
 
 const shortDay = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
 const longDay = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
