@@ -3,9 +3,11 @@
  * Builds the dashboard (src/web/dashboard/) into dist/web/dashboard/, which Parley serves at /dashboard:
  *
  *   index.html                 from src/web/dashboard/index.html, naming the files below
- *   assets/app-<hash>.js       the shell (sign-in, session, navigation) and Preact, minified (an ES module)
- *   assets/<page>-<hash>.js    each page, loaded on demand by a dynamic import() when it is first opened
- *   assets/chunk-<hash>.js     code that several pages share (esbuild code splitting)
+ *   assets/app-<hash>.js       the entry (an ES module): the frame and navigation
+ *   assets/chunk-<hash>.js     what the entry and every page share (src/web/dashboard/shared.ts: Preact, the
+ *                              session, sign-in, the API client, the inbox), loaded with the entry
+ *   assets/<section>-<hash>.js the pages, by section (inbox, build, usage, settings), each loaded by a
+ *                              dynamic import() when one of its pages is first opened (esbuild code splitting)
  *   assets/app-<hash>.css      the stylesheet, minified
  *   assets/icon-<hash>.svg     the favicon
  *
@@ -83,12 +85,12 @@ const html = readFileSync(join(src, 'index.html'), 'utf8')
 if (html.includes('{{')) throw new Error('src/web/dashboard/index.html has a placeholder the build does not fill');
 writeFileSync(join(out, 'index.html'), html);
 
-/** Which source a JS file was built from: the shell, a page (its module), or shared code. */
+/** What a JS file holds: the entry, the code every page shares (loaded with it), or a section of pages. */
 const roleOf = (file) => {
   const meta = result.metafile.outputs[relative(root, file)];
-  if (file === js) return 'shell (sign-in, session, navigation, Preact)';
-  if (meta?.entryPoint) return `page: ${relative(src, join(root, meta.entryPoint))}`;
-  return 'shared by pages';
+  if (file === js) return 'entry: the frame and navigation (app.tsx)';
+  if (meta?.entryPoint) return `on demand: ${relative(src, join(root, meta.entryPoint))}`;
+  return 'with the entry: Preact, session, sign-in, API client, inbox (shared.ts)';
 };
 const files = [join(out, 'index.html'), js, css, join(assets, iconName), ...outputs.filter((p) => p.endsWith('.js') && p !== js).sort()];
 const rows = files.map((file) => {
@@ -101,8 +103,8 @@ const total = rows.reduce((t, r) => ({ raw: t.raw + r.raw, gzip: t.gzip + r.gzip
 const DASHBOARD_BUDGET = 60 * 1024;
 if (process.env.npm_config_loglevel !== 'silent') process.stdout.write(
   `dashboard built in ${relative(root, out)}/ (budget ${kib(DASHBOARD_BUDGET)} gzipped in all)\n`
-  + rows.map((r) => `  ${r.file.padEnd(32)} ${kib(r.raw).padStart(10)} raw ${kib(r.gzip).padStart(10)} gzip  ${r.role}\n`).join('')
-  + `  ${'total'.padEnd(32)} ${kib(total.raw).padStart(10)} raw ${kib(total.gzip).padStart(10)} gzip\n`,
+  + rows.map((r) => `  ${r.file.padEnd(36)} ${kib(r.raw).padStart(10)} raw ${kib(r.gzip).padStart(10)} gzip  ${r.role}\n`).join('')
+  + `  ${'total'.padEnd(36)} ${kib(total.raw).padStart(10)} raw ${kib(total.gzip).padStart(10)} gzip\n`,
 );
 if (total.gzip > DASHBOARD_BUDGET) throw new Error(`the dashboard is ${kib(total.gzip)} gzipped in all, over its ${kib(DASHBOARD_BUDGET)} budget`);
 // For the README and tests: the sizes of this build.

@@ -146,7 +146,6 @@ describe.skipIf(!chromiumFound)('builder pages', () => {
       expect(await row.getByRole('cell').nth(0).textContent()).toBe(type);
     }
     expect(navigations).toEqual([]);
-    await page.screenshot({ path: join(SHOTS, 'builder-knowledge-base.png'), fullPage: true });
 
     // Test a search: the passage of the PDF, with its title and page.
     await page.getByRole('textbox', { name: 'Test a search' }).fill('lighthouse lantern walnut oil');
@@ -158,6 +157,7 @@ describe.skipIf(!chromiumFound)('builder pages', () => {
     expect(await first.textContent()).toContain('page 1');
     expect(await first.textContent()).toContain('walnut oil every ninth morning');
     expect(await first.textContent()).toMatch(/score \d+\.\d{3}/);
+    await page.screenshot({ path: join(SHOTS, 'builder-knowledge-base.png'), fullPage: true });
     expect(await axeViolations(page)).toEqual([]);
 
     // Back to the agent: attach the knowledge base (a checkbox named by it), save, ask the playground.
@@ -181,7 +181,8 @@ describe.skipIf(!chromiumFound)('builder pages', () => {
     expect(await sources.textContent()).toContain('Tide desk');
     expect(await reply.locator('dl').textContent()).toMatch(/Input\s*[\d,]+ tokens.*Output\s*[\d,]+ tokens/s);
     expect(await axeViolations(page)).toEqual([]);
-    await page.screenshot({ path: join(SHOTS, 'builder-agent-editor.png'), fullPage: true });
+    await page.evaluate(() => document.scrollingElement.scrollTo(0, 0));
+    await page.screenshot({ path: join(SHOTS, 'builder-agent-editor.png') });
 
     // The playground conversation is marked, and the inbox leaves it out.
     const conversations = await (await srv.api(`/v1/conversations?agent_id=${agentId}`)).json() as { data: Array<{ id: string; metadata: Record<string, string> }> };
@@ -211,6 +212,18 @@ describe.skipIf(!chromiumFound)('builder pages', () => {
       (usage.data[0]!.input_tokens + usage.data[0]!.output_tokens).toLocaleString('en-US'), '2',
     ]);
     expect(await page.locator('.chart svg .ct-bar').count()).toBeGreaterThan(0);
+
+    // A threshold, saved, with its next reset: the first of the next UTC month, within a month from now.
+    await page.getByRole('button', { name: 'Add threshold' }).click();
+    await page.getByRole('spinbutton', { name: 'Threshold 1: tokens' }).fill('50000');
+    await page.getByRole('button', { name: 'Save thresholds' }).click();
+    await page.getByRole('status').filter({ hasText: 'Thresholds saved.' }).waitFor();
+    expect(await (await srv.api('/v1/usage/thresholds')).json()).toEqual({ thresholds: [{ metric: 'total_tokens', value: 50000, period: 'month' }] });
+    const reset = await page.locator('.threshold time').getAttribute('datetime');
+    expect(reset).toMatch(/^\d{4}-\d{2}-01T00:00:00\.000Z$/);
+    const untilReset = Date.parse(reset!) - Date.now();
+    expect(untilReset).toBeGreaterThan(0);
+    expect(untilReset).toBeLessThanOrEqual(31 * 86_400_000);
     expect(await axeViolations(page)).toEqual([]);
     await page.screenshot({ path: join(SHOTS, 'builder-usage.png'), fullPage: true });
 

@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { components } from '../../src/web/api-types.js';
-import { bodyOf, draftOf, fieldMessage, lines, schemaProblem } from '../../src/web/dashboard/agent-form.js';
+import { bodyOf, draftOf, fieldMessage, lines, METHODS, newToolKey, schemaProblem } from '../../src/web/dashboard/agent-form.js';
 import { applyEvent, newExchange } from '../../src/web/dashboard/playground-turn.js';
 import { lastDays, nextReset, perDay } from '../../src/web/dashboard/usage-days.js';
-import { contentTypeOf, titleOf } from '../../src/web/dashboard/document-files.js';
+import { ACCEPTED, contentTypeOf, titleOf } from '../../src/web/dashboard/document-files.js';
 
 type Agent = components['schemas']['Agent'];
 
@@ -52,6 +52,22 @@ describe('agent form', () => {
     expect(body.model).toEqual({ provider: 'openai', name: 'gpt-y' });
   });
 
+  it('the form state of an agent: built-in tools apart from HTTP tools; a tool without headers_from_env is saved without it; trims the tool description', () => {
+    const d = draftOf(agent);
+    expect(d.builtinTools).toEqual(['handoff_to_human']);
+    expect(d.httpTools.map((t) => t.name)).toEqual(['lookup']);
+    d.httpTools = [{ ...d.httpTools[0]!, headers_from_env: undefined, description: ' Finds \n' }];
+    const tool = bodyOf(d).tools![1] as Record<string, unknown>;
+    expect(Object.keys(tool)).not.toContain('headers_from_env');
+    expect(tool.description).toBe('Finds');
+  });
+
+  it('offers the five HTTP methods of the API; tool keys increase', () => {
+    expect(METHODS).toEqual(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+    const a = newToolKey();
+    expect(newToolKey()).toBe(a + 1);
+  });
+
   it('lines() drops blank lines and trims', () => {
     expect(lines(' a \n\n  \nb')).toEqual(['a', 'b']);
     expect(lines('')).toEqual([]);
@@ -77,13 +93,14 @@ describe('agent form', () => {
     expect(fieldMessage(fields, 'tools.2.parameters')).toBe('bad');
     expect(fieldMessage(fields, 'tools.2')).toBe('private address; bad');
     expect(fieldMessage(fields, 'description')).toBeUndefined();
+    expect(fieldMessage([{ path: 'tools[12].url', message: 'm' }], 'tools.12.url')).toBe('m');
   });
 });
 
 describe('playground exchange', () => {
   it('folds a turn: tokens append, tool results pair with their call, replace assigns, citations, usage with timing, done', () => {
     let x = newExchange('Hi');
-    expect(x).toMatchObject({ message: 'Hi', reply: '', streaming: true, firstTokenMs: null });
+    expect(x).toEqual({ key: x.key, message: 'Hi', reply: '', citations: [], tools: [], usage: null, timing: null, firstTokenMs: null, finish: null, error: null, streaming: true });
     x = applyEvent(x, { type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' }, 5);
     x = applyEvent(x, { type: 'tool_call', tool_call: { id: 'c1', name: 'lookup', arguments: { n: '1' } } }, 8);
     x = applyEvent(x, { type: 'tool_call', tool_call: { id: 'c2', name: 'other', arguments: {} } }, 9);
@@ -154,10 +171,18 @@ describe('uploads', () => {
     expect(contentTypeOf({ name: 'A.MARKDOWN', type: 'text/x-markdown' })).toBe('text/markdown');
     expect(contentTypeOf({ name: 'a.txt', type: '' })).toBe('text/plain');
     expect(contentTypeOf({ name: 'a.htm', type: '' })).toBe('text/html');
+    expect(contentTypeOf({ name: 'a.html', type: '' })).toBe('text/html');
+    expect(contentTypeOf({ name: 'a.text', type: '' })).toBe('text/plain');
+    expect(contentTypeOf({ name: 'a.pdf.exe', type: '' })).toBe('application/octet-stream');
+    expect(contentTypeOf({ name: 'notes.md.txt', type: '' })).toBe('text/plain');
     expect(contentTypeOf({ name: 'a.pdf', type: 'application/octet-stream' })).toBe('application/pdf');
     expect(contentTypeOf({ name: 'a.docx', type: '' })).toBe('application/vnd.openxmlformats-officedocument.wordprocessingml.document');
     expect(contentTypeOf({ name: 'a.csv', type: 'text/csv' })).toBe('text/csv');
     expect(contentTypeOf({ name: 'noext', type: '' })).toBe('application/octet-stream');
+  });
+
+  it('the file input offers the extensions Parley ingests', () => {
+    expect(ACCEPTED.split(',')).toEqual(['.md', '.markdown', '.txt', '.text', '.html', '.htm', '.pdf', '.docx']);
   });
 
   it('titles are file names without the extension, at most 300 characters', () => {
@@ -165,6 +190,7 @@ describe('uploads', () => {
     expect(titleOf('archive.tar.gz')).toBe('archive.tar');
     expect(titleOf('.md')).toBe('.md');
     expect(titleOf('README')).toBe('README');
+    expect(titleOf('Spaced name .md')).toBe('Spaced name');
     expect(titleOf(`${'x'.repeat(400)}.md`)).toHaveLength(300);
   });
 });

@@ -14,7 +14,7 @@ const json = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v, null
 
 /** Where a passage comes from: title, heading path and page, as known. */
 function sourceLabel(c: Citation): string {
-  return [c.title, c.heading, c.page === undefined ? undefined : `page ${c.page}`].filter((p) => p !== undefined && p !== '').join(' › ');
+  return [c.title, c.heading, c.page === undefined ? undefined : `page ${c.page}`].filter((p) => p !== undefined && p !== '').join(' · ');
 }
 
 function ExchangeView({ x }: { x: Exchange }) {

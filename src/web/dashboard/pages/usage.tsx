@@ -104,7 +104,7 @@ export function UsagePage({ session, org }: { session: Session; org: Organizatio
                 <span class="legend-item"><span class="swatch series-output" />Output</span>
               </span>
             </figcaption>
-            <StackedBars label="Tokens per day" labels={labels} series={series} showEvery={5} />
+            <StackedBars label="Tokens per day" labels={labels} series={series} showEvery={matchMedia('(max-width: 720px)').matches ? 10 : 5} />
           </figure>
           <div class="table-wrap usage-table">
             <table class="table">
@@ -123,7 +123,7 @@ export function UsagePage({ session, org }: { session: Session; org: Organizatio
                 ))}
               </tbody>
               {used.length > 0 && (
-                <tfoot><tr><th scope="row">Total</th><td>{sum.input.toLocaleString()}</td><td>{sum.output.toLocaleString()}</td><td>{(sum.input + sum.output).toLocaleString()}</td><td>{sum.turns.toLocaleString()}</td></tr></tfoot>
+                <tfoot><tr><th scope="row">Total</th><td data-label="Input tokens">{sum.input.toLocaleString()}</td><td data-label="Output tokens">{sum.output.toLocaleString()}</td><td data-label="Total tokens">{(sum.input + sum.output).toLocaleString()}</td><td data-label="Turns">{sum.turns.toLocaleString()}</td></tr></tfoot>
               )}
             </table>
           </div>
