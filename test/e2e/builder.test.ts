@@ -156,7 +156,7 @@ describe.skipIf(!chromiumFound)('builder pages', () => {
     expect(await first.textContent()).toContain('Lighthouse care');
     expect(await first.textContent()).toContain('page 1');
     expect(await first.textContent()).toContain('walnut oil every ninth morning');
-    expect(await first.textContent()).toMatch(/score \d+\.\d{3}/);
+    expect(await first.textContent()).toMatch(/score \d/);
     await page.screenshot({ path: join(SHOTS, 'builder-knowledge-base.png'), fullPage: true });
     expect(await axeViolations(page)).toEqual([]);
 

@@ -233,7 +233,7 @@ export function KnowledgeBasePage({ session, org, kbId }: { session: Session; or
               <li key={p.chunk_id} class="passage">
                 <div class="passage-head">
                   <span class="source-title">{p.title}</span>
-                  <span class="passage-score" title="Relevance score: higher is better">score {p.score.toFixed(3)}</span>
+                  <span class="passage-score" title="Relevance score: higher is better">score {Number(p.score.toPrecision(3))}</span>
                 </div>
                 {(p.heading !== '' || p.page !== null) && (
                   <p class="passage-where">{[p.heading, p.page === null ? '' : `page ${p.page}`].filter((s) => s !== '').join(' · ')}</p>
