@@ -5,8 +5,8 @@
  *   index.html                 from src/web/dashboard/index.html, naming the files below
  *   assets/app-<hash>.js       the entry (an ES module): the frame and navigation
  *   assets/chunk-<hash>.js     what the entry and every page share (src/web/dashboard/shared.ts: Preact, the
- *                              session, sign-in, the API client, the inbox), loaded with the entry
- *   assets/<section>-<hash>.js the pages, by section (inbox, build, usage, settings), each loaded by a
+ *                              session, sign-in, the API client, and the inbox where everyone lands), loaded with it
+ *   assets/<section>-<hash>.js the other pages, by section (build, usage, settings), each loaded by a
  *                              dynamic import() when one of its pages is first opened (esbuild code splitting)
  *   assets/app-<hash>.css      the stylesheet, minified
  *   assets/icon-<hash>.svg     the favicon
@@ -90,7 +90,7 @@ const roleOf = (file) => {
   const meta = result.metafile.outputs[relative(root, file)];
   if (file === js) return 'entry: the frame and navigation (app.tsx)';
   if (meta?.entryPoint) return `on demand: ${relative(src, join(root, meta.entryPoint))}`;
-  return 'with the entry: Preact, session, sign-in, API client, inbox (shared.ts)';
+  return 'with the entry: Preact, session, sign-in, API client, the inbox (shared.ts)';
 };
 const files = [join(out, 'index.html'), js, css, join(assets, iconName), ...outputs.filter((p) => p.endsWith('.js') && p !== js).sort()];
 const rows = files.map((file) => {

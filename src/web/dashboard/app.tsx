@@ -4,13 +4,14 @@ import type { Organization, User } from './api.js';
 import { Inbox, type InboxSnapshot } from './inbox.js';
 import { Logo } from './logo.js';
 import { lazyPage } from './lazy.js';
+import { InboxPage } from './pages/inbox.js';
 import { OrganizationsPage } from './pages/organizations.js';
 import { canManage, roleLabel } from './pages/roles.js';
 import { SignInPage } from './pages/sign-in.js';
 import { detailOf, linkTo, navigate, pathOf, useLocation, usePage, type PageName } from './router.js';
 
-// Pages are loaded when first opened, by section (pages/*-section.ts): scripts/build-web.mjs prints the sizes.
-const InboxPage = lazyPage(() => import('./pages/inbox.js').then((m) => m.InboxPage));
+// The inbox, where everyone lands, comes with the entry; the other pages are loaded when first opened, by
+// section (pages/*-section.ts). scripts/build-web.mjs prints the sizes.
 const ApiKeysPage = lazyPage(() => import('./pages/settings-section.js').then((m) => m.ApiKeysPage));
 const AgentsPage = lazyPage(() => import('./pages/build-section.js').then((m) => m.AgentsPage));
 const AgentEditorPage = lazyPage(() => import('./pages/build-section.js').then((m) => m.AgentEditorPage));

@@ -18,3 +18,5 @@ import './session.js';
 import './storage-lock.js';
 import './pages/organizations.js';
 import './pages/sign-in.js';
+// The inbox, where everyone lands after signing in, comes with the first load too.
+import './pages/inbox.js';

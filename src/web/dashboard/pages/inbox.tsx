@@ -3,7 +3,6 @@
  * filtered by status, agent and text, with conversations waiting for a person first; and, beside the
  * list, the conversation chosen (`/dashboard/inbox/conv_...`, pages/conversation.tsx).
  */
-import '../shared.js';
 import { useMemo, useState } from 'preact/hooks';
 import type { ConversationStatus, Organization } from '../api.js';
 import type { Inbox, InboxRow, InboxSnapshot } from '../inbox.js';
