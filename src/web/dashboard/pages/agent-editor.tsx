@@ -15,11 +15,11 @@ type Provider = Schemas['ModelProviderList']['data'][number];
  * A labelled text box (or multi-line `area`) with an optional hint and the server's message for it, both
  * tied to it with aria-describedby; `aria-invalid` while there is a message.
  */
-function TextField({ id, label, value, set, error, hint, area, code, extra, ...attrs }: {
+function TextField({ id, label, value, set, error, hint, area, code, ...attrs }: {
   id: string; label: string; value: string; set: (v: string) => void; error?: string | null | undefined; hint?: string; area?: number;
-  code?: boolean; extra?: string; placeholder?: string; maxLength?: number; type?: string;
+  code?: boolean; placeholder?: string; maxLength?: number; type?: string;
 }) {
-  const described = [hint === undefined ? '' : `${id}-hint`, error ? `${id}-error` : '', extra ?? ''].filter((x) => x !== '').join(' ');
+  const described = [hint === undefined ? '' : `${id}-hint`, error ? `${id}-error` : ''].filter((x) => x !== '').join(' ');
   const common = {
     id, value, 'aria-invalid': error ? 'true' as const : undefined, 'aria-describedby': described === '' ? undefined : described,
     onInput: (e: Event) => set((e.currentTarget as HTMLInputElement).value), ...attrs,
