@@ -3,7 +3,11 @@
  * Builds the dashboard (src/web/dashboard/) into dist/web/dashboard/, which Parley serves at /dashboard:
  *
  *   index.html                 from src/web/dashboard/index.html, naming the files below
- *   assets/app-<hash>.js       the app and Preact, bundled and minified by esbuild (one ES module)
+ *   assets/app-<hash>.js       the entry (an ES module): the frame and navigation
+ *   assets/chunk-<hash>.js     what the entry and every page share (src/web/dashboard/shared.ts: Preact, the
+ *                              session, sign-in, the API client, and the inbox where everyone lands), loaded with it
+ *   assets/<section>-<hash>.js the other pages, by section (build, usage, settings), each loaded by a
+ *                              dynamic import() when one of its pages is first opened (esbuild code splitting)
  *   assets/app-<hash>.css      the stylesheet, minified
  *   assets/icon-<hash>.svg     the favicon
  *
@@ -15,6 +19,9 @@
  * new build is picked up at the next load of index.html (which is always revalidated). Nothing is loaded
  * from elsewhere at run time. Prints the size of each file, raw and gzipped, unless npm runs it silently
  * (`npm run build --silent`, as `npm start`, `npm test` and `npm run parley` do). Run by `npm run build`.
+ *
+ * Budgets (issue 40): the dashboard's files together, gzipped one by one (as the server sends them), stay
+ * within 60 KiB; the widget within 25 KiB. The build fails past either.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -42,7 +49,10 @@ const result = await esbuild.build({
   ],
   outdir: assets,
   entryNames: '[name]-[hash]',
+  chunkNames: '[name]-[hash]',
   bundle: true,
+  splitting: true,
+  charset: 'utf8',
   minify: true,
   format: 'esm',
   platform: 'browser',
@@ -59,7 +69,7 @@ const result = await esbuild.build({
 });
 
 const outputs = Object.keys(result.metafile.outputs).map((p) => join(root, p));
-const js = outputs.find((p) => p.endsWith('.js'));
+const js = outputs.find((p) => /\/app-[^/]+\.js$/.test(p));
 const css = outputs.find((p) => p.endsWith('.css'));
 if (!js || !css) throw new Error(`esbuild produced no app bundle: ${outputs.join(', ')}`);
 
@@ -75,17 +85,30 @@ const html = readFileSync(join(src, 'index.html'), 'utf8')
 if (html.includes('{{')) throw new Error('src/web/dashboard/index.html has a placeholder the build does not fill');
 writeFileSync(join(out, 'index.html'), html);
 
-const rows = [join(out, 'index.html'), js, css, join(assets, iconName)].map((file) => {
+/** What a JS file holds: the entry, the code every page shares (loaded with it), or a section of pages. */
+const roleOf = (file) => {
+  const meta = result.metafile.outputs[relative(root, file)];
+  if (file === js) return 'entry: the frame and navigation (app.tsx)';
+  if (meta?.entryPoint) return `on demand: ${relative(src, join(root, meta.entryPoint))}`;
+  return 'with the entry: Preact, session, sign-in, API client, the inbox (shared.ts)';
+};
+const files = [join(out, 'index.html'), js, css, join(assets, iconName), ...outputs.filter((p) => p.endsWith('.js') && p !== js).sort()];
+const rows = files.map((file) => {
   const bytes = readFileSync(file);
-  return { file: relative(out, file), raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+  return { file: relative(out, file), raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length, role: file.endsWith('.js') ? roleOf(file) : '' };
 });
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
 const total = rows.reduce((t, r) => ({ raw: t.raw + r.raw, gzip: t.gzip + r.gzip }), { raw: 0, gzip: 0 });
+/** The dashboard's budget, gzipped bytes of all its files together (README "Dashboard"). */
+const DASHBOARD_BUDGET = 60 * 1024;
 if (process.env.npm_config_loglevel !== 'silent') process.stdout.write(
-  `dashboard built in ${relative(root, out)}/\n`
-  + rows.map((r) => `  ${r.file.padEnd(28)} ${kib(r.raw).padStart(10)} raw ${kib(r.gzip).padStart(10)} gzip\n`).join('')
-  + `  ${'total'.padEnd(28)} ${kib(total.raw).padStart(10)} raw ${kib(total.gzip).padStart(10)} gzip\n`,
+  `dashboard built in ${relative(root, out)}/ (budget ${kib(DASHBOARD_BUDGET)} gzipped in all)\n`
+  + rows.map((r) => `  ${r.file.padEnd(36)} ${kib(r.raw).padStart(10)} raw ${kib(r.gzip).padStart(10)} gzip  ${r.role}\n`).join('')
+  + `  ${'total'.padEnd(36)} ${kib(total.raw).padStart(10)} raw ${kib(total.gzip).padStart(10)} gzip\n`,
 );
+if (total.gzip > DASHBOARD_BUDGET) throw new Error(`the dashboard is ${kib(total.gzip)} gzipped in all, over its ${kib(DASHBOARD_BUDGET)} budget`);
+// For the README and tests: the sizes of this build.
+writeFileSync(join(root, 'dist/web/dashboard-sizes.json'), `${JSON.stringify({ budget_gzip: DASHBOARD_BUDGET, total, files: rows }, null, 2)}\n`);
 
 // The widget: one self-contained classic script with a stable name (pages embed its URL).
 const widgetSrc = join(root, 'src/web/widget');

@@ -20,7 +20,6 @@ import { WebhookDispatcher } from './runtime/webhooks/dispatcher.js';
 import { UsageService } from './runtime/services/usage.js';
 import { WebhookService } from './runtime/services/webhooks.js';
 import { WebhookSender } from './webhooks/sender.js';
-import { webhookRoutes, usageRoutes } from './transport/http/routes/webhooks.js';
 import { readFileSync } from 'node:fs';
 import { LiveHub } from './runtime/live/live-hub.js';
 import { AccessCache } from './auth/access-cache.js';
@@ -43,19 +42,10 @@ import { withApiKeyCache } from './store/cached-api-keys.js';
 import { createSqliteStore } from './store/sqlite/sqlite-store.js';
 import { createDispatcher } from './transport/http/dispatch.js';
 import { Router } from './transport/http/router.js';
-import { agentRoutes } from './transport/http/routes/agents.js';
-import { apiKeyRoutes } from './transport/http/routes/api-keys.js';
-import { authRoutes } from './transport/http/routes/auth.js';
-import { memberRoutes } from './transport/http/routes/members.js';
-import { chatRoutes } from './transport/http/routes/chat.js';
-import { knowledgeRoutes } from './transport/http/routes/knowledge.js';
-import { operationRoutes } from './transport/http/routes/operations.js';
-import { handoffRoutes } from './transport/http/routes/handoff.js';
-import { publicRoutes } from './transport/http/routes/public.js';
+import { apiRoutes } from './transport/http/routes/index.js';
 import { socketRoutes } from './transport/ws/routes.js';
 import { ChannelFrames } from './transport/ws/server-frames.js';
 import type { Services } from './transport/http/services.js';
-import type { RouteDef } from './transport/http/types.js';
 import { SseHub } from './transport/sse/sse-writer.js';
 import { loadDashboard, loadWidget } from './transport/static/static-site.js';
 import { loadWidgetPreview } from './transport/static/widget-preview.js';
@@ -205,12 +195,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     usage: new UsageService(store),
     metricsText: () => metrics.text(),
   };
-  const routes: RouteDef[] = [];
-  routes.push(
-    ...operationRoutes(services, () => routes), ...authRoutes(services), ...apiKeyRoutes(services), ...memberRoutes(services),
-    ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services), ...handoffRoutes(services), ...publicRoutes(services),
-    ...webhookRoutes(services), ...usageRoutes(services),
-  );
+  const routes = apiRoutes(services);
   const sockets = socketRoutes(services, {
     chat, public: services.public, conversations: services.conversations, logger, frames: new ChannelFrames(), authTimeoutMs: config.ws.authTimeoutMs,
   });

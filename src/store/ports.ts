@@ -12,7 +12,7 @@
 import type { TurnError } from '../vocabulary/turn.js';
 import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
-  DocumentRecord, InterruptedReply, InterruptedTurn, KnowledgeBaseRecord, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
+  DocumentRecord, InterruptedReply, InterruptedTurn, KnowledgeBaseRecord, KnowledgeBaseStats, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
   OrganizationRecord, Page, PageRequest, PendingDocument, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
   SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserOrganization, UserRecord,
   AttemptOutcome, ClaimedDelivery, ConversationLease, FeedChange, FeedEntry, Fence, LeaseOutcome, LeaseOwner, ProcessRecord, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
@@ -191,6 +191,16 @@ export interface KnowledgePort {
    * given), oldest first: how the command line (`kb import --kb <kb_id|name>`) finds a base.
    */
   findBases(ref: string, orgId?: string): Promise<KnowledgeBaseRecord[]>;
+  /**
+   * Document count, chunk count and upload bytes of each of the given knowledge bases of `orgId`, in one
+   * grouped read; a base with no document (or of another organization) maps to zeros.
+   */
+  baseStats(orgId: string, kbIds: string[]): Promise<Map<string, KnowledgeBaseStats>>;
+  /**
+   * Deletes the knowledge base with its documents, their chunks and stored uploads, in one commit. False
+   * when there is no such base. Documents still being ingested are dropped when their ingestion ends.
+   */
+  deleteBase(orgId: string, id: string): Promise<boolean>;
   /**
    * Stores the document record and its raw upload `content` together (one transaction): when this
    * resolves both are durable, so an accepted upload (the 202 of API.md "Knowledge bases") survives a

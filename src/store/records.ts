@@ -192,6 +192,13 @@ export interface KnowledgeBaseRecord {
   created_at: string;
 }
 
+/** What a knowledge base holds: its documents (any status), their chunks, and their upload sizes in bytes. */
+export interface KnowledgeBaseStats {
+  document_count: number;
+  chunk_count: number;
+  bytes: number;
+}
+
 export interface DocumentRecord {
   id: string;
   org_id: string;
@@ -302,6 +309,8 @@ export interface InterruptedTurn {
 export interface ConversationListFilter {
   agent_id?: string | undefined;
   status?: ConversationStatus | undefined;
+  /** Leave out conversations whose `metadata.source` is this (the dashboard's playground: `playground`). */
+  exclude_source?: string | undefined;
 }
 
 /**

@@ -731,6 +731,42 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.knowledge.search(ORG_A, ['kb_1'], 'platypus', 10)).toEqual([]);
         expect(await store.knowledge.pendingDocuments()).toEqual([]);
       });
+
+      it('baseStats counts documents of any status, chunks of ready ones and upload bytes per base, zeros for an empty or foreign base', async () => {
+        await store.knowledge.createDocument({ ...doc('doc_1', 'kb_1'), bytes: 100 }, 'x');
+        await store.knowledge.createDocument({ ...doc('doc_2', 'kb_1'), bytes: 20 }, 'x');
+        await store.knowledge.createDocument({ ...doc('doc_3', 'kb_1'), bytes: 3 }, 'x');
+        await store.knowledge.createDocument({ ...doc('doc_4', 'kb_2'), bytes: 7 }, 'x');
+        await store.knowledge.createDocument({ ...doc('doc_9', 'kb_9', ORG_B), bytes: 1000 }, 'x');
+        await store.knowledge.completeDocument('doc_1', [chunk(0, 'one'), chunk(1, 'two')], T1);
+        await store.knowledge.failDocument('doc_2', 'broken', T1);
+        const stats = await store.knowledge.baseStats(ORG_A, ['kb_1', 'kb_2', 'kb_3', 'kb_9']);
+        expect(Object.fromEntries(stats)).toEqual({
+          kb_1: { document_count: 3, chunk_count: 2, bytes: 123 },
+          kb_2: { document_count: 1, chunk_count: 0, bytes: 7 },
+          kb_3: { document_count: 0, chunk_count: 0, bytes: 0 },
+          kb_9: { document_count: 0, chunk_count: 0, bytes: 0 },
+        });
+        expect((await store.knowledge.baseStats(ORG_A, [])).size).toBe(0);
+      });
+
+      it('deleteBase removes the base with its documents and chunks, only within its organization', async () => {
+        await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'x');
+        await store.knowledge.completeDocument('doc_1', [chunk(0, 'narwhal tusks')], T1);
+        await store.knowledge.createDocument(doc('doc_2', 'kb_1'), 'pending');
+        await store.knowledge.createDocument(doc('doc_3', 'kb_2'), 'x');
+        await store.knowledge.completeDocument('doc_3', [chunk(0, 'narwhal songs')], T1);
+        expect(await store.knowledge.deleteBase(ORG_B, 'kb_1')).toBe(false);
+        expect(await store.knowledge.deleteBase(ORG_A, 'kb_9')).toBe(false);
+        expect(await store.knowledge.deleteBase(ORG_A, 'kb_1')).toBe(true);
+        expect(await store.knowledge.deleteBase(ORG_A, 'kb_1')).toBe(false);
+        expect(await store.knowledge.getBase(ORG_A, 'kb_1')).toBeUndefined();
+        expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1')).toBeUndefined();
+        expect((await store.knowledge.pendingDocuments()).map((p) => p.document.id)).toEqual([]);
+        expect((await store.knowledge.search(ORG_A, ['kb_1', 'kb_2'], 'narwhal', 10)).map((h) => h.document_id)).toEqual(['doc_3']);
+        expect(await store.knowledge.completeDocument('doc_2', [chunk(0, 'narwhal late')], T2)).toBe(false);
+        expect(await store.knowledge.getBase(ORG_B, 'kb_9')).toBeDefined();
+      });
     });
 
     describe('search', () => {

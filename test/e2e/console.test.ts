@@ -123,7 +123,7 @@ describe.skipIf(!chromiumFound)('the operator console in Chromium', () => {
     const operator = await srv.addPerson({ role: 'operator' });
     await signIn(page, operator);
     const nav = page.getByRole('navigation', { name: 'Sections' });
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Inbox', 'Agents', 'Members']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Inbox', 'Agents', 'Knowledge', 'Members']);
 
     // A visitor chats: the conversation appears in the inbox without a reload, with its last message.
     const visitor = await visitorAsks('How long do refunds take?');

@@ -278,7 +278,7 @@ describe.skipIf(!chromiumFound)('the dashboard in Chromium', () => {
     await page.getByRole('button', { name: /Second org/ }).click();
     await heading(page, 'Inbox');
     expect(await page.getByRole('banner').textContent()).toContain('Second org');
-    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual(['Inbox', 'API keys', 'Agents', 'Members', 'Webhooks']);
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual(['Inbox', 'API keys', 'Agents', 'Knowledge', 'Usage', 'Members', 'Webhooks']);
 
     await page.reload();
     await heading(page, 'Inbox');
@@ -288,7 +288,7 @@ describe.skipIf(!chromiumFound)('the dashboard in Chromium', () => {
     await page.getByRole('link', { name: 'Switch organization' }).click();
     await page.getByRole('button', { name: /Test org/ }).click();
     await heading(page, 'Inbox');
-    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual(['Inbox', 'Agents', 'Members']);
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual(['Inbox', 'Agents', 'Knowledge', 'Members']);
     // The keys page, asked for by its address, opens the inbox instead.
     await page.goto('/dashboard/keys');
     await heading(page, 'Inbox');

@@ -97,7 +97,7 @@ describe.skipIf(!chromiumFound)('the Webhooks page in Chromium', () => {
     const { page } = tab;
     const person = await srv.addPerson({ role: 'admin' });
     await signIn(page, person);
-    expect(await nav(page).getByRole('link').allTextContents()).toEqual(['Inbox', 'API keys', 'Agents', 'Members', 'Webhooks']);
+    expect(await nav(page).getByRole('link').allTextContents()).toEqual(['Inbox', 'API keys', 'Agents', 'Knowledge', 'Usage', 'Members', 'Webhooks']);
     await nav(page).getByRole('link', { name: 'Webhooks', exact: true }).click();
     await heading(page, 'Webhooks');
     expect(new URL(page.url()).pathname).toBe('/dashboard/webhooks');
@@ -290,7 +290,7 @@ describe.skipIf(!chromiumFound)('the Webhooks page in Chromium', () => {
     const { page } = tab;
     const person = await srv.addPerson({ role: 'operator' });
     await signIn(page, person);
-    expect(await nav(page).getByRole('link').allTextContents()).toEqual(['Inbox', 'Agents', 'Members']);
+    expect(await nav(page).getByRole('link').allTextContents()).toEqual(['Inbox', 'Agents', 'Knowledge', 'Members']);
     await page.goto('/dashboard/webhooks');
     await heading(page, 'Inbox');
     expect(new URL(page.url()).pathname).toBe('/dashboard/inbox');

@@ -139,7 +139,8 @@ describe('knowledge bases and documents', () => {
     expect(a.id).toMatch(/^kb_/);
     expect(a.created_at).toMatch(RFC3339_UTC);
     const list = await json<Page<{ id: string; name: string }>>(srv.api('/v1/knowledge-bases', { key: org.apiKey }), 200);
-    expect(list).toEqual({ data: [{ id: b.id, name: 'Second', created_at: b.created_at }, { id: a.id, name: 'First', created_at: a.created_at }], has_more: false });
+    const empty = { document_count: 0, chunk_count: 0, bytes: 0 };
+    expect(list).toEqual({ data: [{ id: b.id, name: 'Second', ...empty, created_at: b.created_at }, { id: a.id, name: 'First', ...empty, created_at: a.created_at }], has_more: false });
     const limited = await json<Page<{ id: string }>>(srv.api('/v1/knowledge-bases?limit=1', { key: org.apiKey }), 200);
     expect(limited.data.map((k) => k.id)).toEqual([b.id]);
     expect(limited.has_more).toBe(true);

@@ -376,6 +376,21 @@ describe('sqlite: completeDocument in slices', () => {
     expect(s.db.prepare('SELECT count(*) AS n FROM document_sources').get()).toEqual({ n: 0 });
   });
 
+  it('deleting a knowledge base leaves no chunk, upload or full-text entry of its documents behind, also of one being completed', async () => {
+    const { s } = await withDocument();
+    await s.knowledge.createDocument(doc('doc_2'), 'raw');
+    expect(await s.knowledge.completeDocument('doc_1', chunks(5, 'quokka'), T1)).toBe(true);
+    const done = s.knowledge.completeDocument('doc_2', chunks(30, 'quokka'), T1);
+    await tick();
+    expect(await s.knowledge.deleteBase('org_A', 'kb_1')).toBe(true);
+    expect(await done).toBe(false);
+    expect(chunkRows(s.db, 'doc_1') + chunkRows(s.db, 'doc_2')).toBe(0);
+    expect(s.db.prepare('SELECT count(*) AS n FROM document_sources').get()).toEqual({ n: 0 });
+    expect(s.db.prepare('SELECT count(*) AS n FROM documents').get()).toEqual({ n: 0 });
+    s.db.exec(`INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')`);
+    expect(s.db.prepare(`SELECT count(*) AS n FROM chunks_fts WHERE chunks_fts MATCH 'quokka'`).get()).toEqual({ n: 0 });
+  });
+
   it('runs two calls for the same document one after the other: the later one wins', async () => {
     const { s } = await withDocument();
     const first = s.knowledge.completeDocument('doc_1', chunks(15, 'dingo'), T1);

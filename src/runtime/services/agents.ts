@@ -40,6 +40,14 @@ export class AgentService {
     return this.store.agents.list(orgId, page);
   }
 
+  /**
+   * The model providers configured on this server (API.md "Agents": `builtin` always, `openai` when
+   * PARLEY_OPENAI_BASE_URL is set), in registration order: what an agent's `model.provider` may name.
+   */
+  providers(): string[] {
+    return this.models.names();
+  }
+
   /** The organization of agent `id`, or undefined (the org of a socket opened with a person's token). */
   orgOf(agentId: string): Promise<string | undefined> {
     return this.store.agents.orgOf(agentId);
@@ -82,6 +90,26 @@ export class AgentService {
     if (!agent) throw new AppError('not_found', 'No such agent.');
     if (agent.public_key !== null) this.directory?.invalidatePublicKey(agent.public_key);
     return agent;
+  }
+
+  /**
+   * Takes knowledge base `kbId` out of the knowledge bases of every agent of the organization that has it
+   * (after the base was deleted). Pages through the agents; each change goes through `update`.
+   */
+  async detachKnowledgeBase(orgId: string, kbId: string): Promise<void> {
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.store.agents.list(orgId, after === undefined ? { limit: 100 } : { limit: 100, after });
+      for (const agent of page.data) {
+        if (!agent.knowledge_base_ids.includes(kbId)) continue;
+        const set: AgentPatch = { knowledge_base_ids: agent.knowledge_base_ids.filter((id) => id !== kbId) };
+        await this.store.agents.update(orgId, agent.id, set, new Date().toISOString());
+        this.directory?.invalidate(orgId, agent.id);
+        if (agent.public_key !== null) this.directory?.invalidatePublicKey(agent.public_key);
+      }
+      if (!page.has_more || page.data.length === 0) return;
+      after = page.data[page.data.length - 1]!.id;
+    }
   }
 
   /** Deletes the agent (a published one stops answering at once: its public sockets close). Throws AppError `not_found`. */

@@ -3,7 +3,10 @@ import { newId } from '../../ids/ids.js';
 import type { KnowledgeSearch } from '../../knowledge/hybrid-search.js';
 import type { DocumentUpload, KnowledgeService } from '../../knowledge/knowledge-service.js';
 import type { Store } from '../../store/ports.js';
-import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, Page, PageRequest } from '../../store/records.js';
+import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, KnowledgeBaseStats, Page, PageRequest } from '../../store/records.js';
+
+/** A knowledge base with what it holds (API.md "Knowledge bases": the list and get responses). */
+export type KnowledgeBaseWithStats = KnowledgeBaseRecord & KnowledgeBaseStats;
 
 /**
  * Knowledge bases and their documents (API.md "Knowledge bases"), scoped by organization: another
@@ -23,8 +26,11 @@ export class KnowledgeBaseService {
     return kb;
   }
 
-  list(orgId: string, page: PageRequest): Promise<Page<KnowledgeBaseRecord>> {
-    return this.store.knowledge.listBases(orgId, page);
+  /** A page of the organization's knowledge bases, newest first, each with its counts (one grouped read per page). */
+  async list(orgId: string, page: PageRequest): Promise<Page<KnowledgeBaseWithStats>> {
+    const bases = await this.store.knowledge.listBases(orgId, page);
+    const stats = await this.store.knowledge.baseStats(orgId, bases.data.map((kb) => kb.id));
+    return { ...bases, data: bases.data.map((kb) => ({ ...kb, ...stats.get(kb.id)! })) };
   }
 
   /** The knowledge base; throws AppError `not_found`. */
@@ -32,6 +38,22 @@ export class KnowledgeBaseService {
     const kb = await this.store.knowledge.getBase(orgId, kbId);
     if (!kb) throw new AppError('not_found', 'No such knowledge base.');
     return kb;
+  }
+
+  /** The knowledge base with its counts; throws AppError `not_found`. */
+  async getWithStats(orgId: string, kbId: string): Promise<KnowledgeBaseWithStats> {
+    const kb = await this.get(orgId, kbId);
+    const stats = await this.store.knowledge.baseStats(orgId, [kb.id]);
+    return { ...kb, ...stats.get(kb.id)! };
+  }
+
+  /**
+   * Deletes the knowledge base with its documents and chunks, and takes it out of every agent of the
+   * organization that used it (through `detach`, which keeps the agents' caches right). Throws AppError `not_found`.
+   */
+  async delete(orgId: string, kbId: string, detach: (orgId: string, kbId: string) => Promise<void>): Promise<void> {
+    if (!(await this.store.knowledge.deleteBase(orgId, kbId))) throw new AppError('not_found', 'No such knowledge base.');
+    await detach(orgId, kbId);
   }
 
   /**

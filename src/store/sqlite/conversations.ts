@@ -77,6 +77,8 @@ export function createConversations(db: Database.Database, writer: ConversationW
       const params: unknown[] = [];
       if (filter.agent_id !== undefined) { where += ' AND agent_id = ?'; params.push(filter.agent_id); }
       if (filter.status !== undefined) { where += ' AND status = ?'; params.push(filter.status); }
+      // IS NOT: null-safe, so conversations without a source stay in.
+      if (filter.exclude_source !== undefined) { where += " AND json_extract(metadata, '$.source') IS NOT ?"; params.push(filter.exclude_source); }
       return toPage(conversations.rows([orgId], page, where, params), page, conversationFromRow);
     },
     setStatus(id, status, at, events, fence) {

@@ -1,7 +1,11 @@
 import type Database from 'better-sqlite3';
 import type { FeedPort } from '../ports.js';
 import type { FeedChange, FeedEntry } from '../records.js';
-import type { ConversationWriter } from './writer.js';
+
+/** The writer the prune goes through (src/store/sqlite/writer.ts; named here by its one write, so feed.ts does not import it). */
+export interface FeedPruneWriter {
+  run(op: 'feedPrune', args: { before: string }): Promise<number>;
+}
 
 type Statements = ReturnType<typeof prepare>;
 const cache = new WeakMap<Database.Database, Statements>();
@@ -67,7 +71,7 @@ export class FeedSignal {
  * commits one writer at a time, whichever process it is, and are never reused). Reads run on the main
  * thread's connection: an empty poll is one primary-key range probe. Pruning runs in the writer, in steps.
  */
-export function createFeed(db: Database.Database, signal: FeedSignal, writer: ConversationWriter): FeedPort {
+export function createFeed(db: Database.Database, signal: FeedSignal, writer: FeedPruneWriter): FeedPort {
   const sql = statements(db);
   return {
     async head() {

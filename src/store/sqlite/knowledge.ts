@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { KnowledgePort } from '../ports.js';
-import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, NewChunk, OutboxEvent, PendingDocument } from '../records.js';
+import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, KnowledgeBaseStats, NewChunk, OutboxEvent, PendingDocument } from '../records.js';
 import { writeOutbox } from './outbox-writes.js';
 import { NewestFirstList, toPage } from './pagination.js';
 import type { ConversationWriter } from './writer.js';
@@ -109,7 +109,12 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
     markFailed: db.prepare(`UPDATE documents SET status = 'failed', error = ?, updated_at = ? WHERE id = ?`),
     deleteDocument: db.prepare('DELETE FROM documents WHERE org_id = ? AND kb_id = ? AND id = ?'),
     deleteChunks: db.prepare('DELETE FROM chunks WHERE doc_id = ?'),
+    deleteBase: db.prepare('DELETE FROM knowledge_bases WHERE org_id = ? AND id = ?'),
+    deleteBaseChunks: db.prepare('DELETE FROM chunks WHERE doc_id IN (SELECT id FROM documents WHERE kb_id = ? AND org_id = ?)'),
+    deleteBaseDocuments: db.prepare('DELETE FROM documents WHERE kb_id = ? AND org_id = ?'),
   };
+  /** Prepared stats statements by number of bases asked about. */
+  const statsByCount = new Map<number, Database.Statement>();
   const bases = new NewestFirstList(db, 'knowledge_bases', 'org_id = ?', 'knowledge base');
   const documents = new NewestFirstList(db, 'documents', 'org_id = ? AND kb_id = ?', 'document');
   const reader = opts.reader ?? createMainThreadReader(db);
@@ -117,6 +122,12 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
   const vectorPages = new Map<number, Database.Statement>();
   const hitsByRowid = new Map<number, Database.Statement>();
 
+  const deleteBase = db.transaction((orgId: string, id: string): boolean => {
+    if (sql.deleteBase.run(orgId, id).changes === 0) return false;
+    sql.deleteBaseChunks.run(id, orgId);
+    sql.deleteBaseDocuments.run(id, orgId);
+    return true;
+  });
   const deleteDocument = db.transaction((orgId: string, kbId: string, id: string): boolean => {
     if (sql.deleteDocument.run(orgId, kbId, id).changes === 0) return false;
     sql.deleteChunks.run(id);
@@ -185,6 +196,26 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
     },
     async listBases(orgId, page) {
       return toPage(bases.rows([orgId], page), page, knowledgeBaseFromRow);
+    },
+    async baseStats(orgId, kbIds) {
+      const out = new Map<string, KnowledgeBaseStats>(kbIds.map((id) => [id, { document_count: 0, chunk_count: 0, bytes: 0 }]));
+      if (kbIds.length === 0) return out;
+      let stmt = statsByCount.get(kbIds.length);
+      if (stmt === undefined) {
+        // documents_kb (kb_id, id) serves the IN list; one row per base that has documents.
+        stmt = db.prepare(`SELECT kb_id, COUNT(*) AS documents, COALESCE(SUM(chunk_count), 0) AS chunks, COALESCE(SUM(bytes), 0) AS bytes
+          FROM documents WHERE kb_id IN (${kbIds.map(() => '?').join(', ')}) AND org_id = ? GROUP BY kb_id`);
+        statsByCount.set(kbIds.length, stmt);
+      }
+      for (const r of stmt.all(...kbIds, orgId) as Array<{ kb_id: string; documents: number; chunks: number; bytes: number }>) {
+        out.set(r.kb_id, { document_count: r.documents, chunk_count: r.chunks, bytes: r.bytes });
+      }
+      return out;
+    },
+    async deleteBase(orgId, id) {
+      const deleted = deleteBase.immediate(orgId, id);
+      if (deleted) drain();
+      return deleted;
     },
     async createDocument(d, content) {
       await writer.run('documentCreate', { doc: d, content });

@@ -80,10 +80,23 @@ export const AgentSchema = z.object({
   allowed_origins: z.array(z.string()), created_at: time, updated_at: time,
 }).meta({ id: 'Agent' });
 
+export const ModelProviderListSchema = z.object({
+  data: z.array(z.object({
+    id: z.string().describe('what an agent\'s model.provider names: builtin, openai'),
+    default_model: z.string().nullable().describe('the model name used when none is chosen (builtin: "builtin"); null when the provider needs one'),
+  })),
+}).meta({ id: 'ModelProviderList' });
+
 export const PublishedSchema = z.object({ public_key: z.string().describe('pk_...: grants chat with this agent only') }).meta({ id: 'Published' });
 
 export const KnowledgeBaseCreateSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict().meta({ id: 'KnowledgeBaseCreate' });
-export const KnowledgeBaseSchema = z.object({ id: z.string(), name: z.string(), created_at: time }).meta({ id: 'KnowledgeBase' });
+export const KnowledgeBaseSchema = z.object({
+  id: z.string(), name: z.string(),
+  document_count: z.number().int().describe('documents of any status'),
+  chunk_count: z.number().int().describe('searchable passages of its ready documents'),
+  bytes: z.number().int().describe('bytes of the uploaded documents'),
+  created_at: time,
+}).meta({ id: 'KnowledgeBase' });
 
 export const DocumentJsonSchema = z.object({
   title: z.string().trim().min(1).max(300),
@@ -151,6 +164,8 @@ export const ConversationSchema = z.object({
 export const ConversationListQuery = PageQuery.extend({
   agent_id: z.string().max(100).optional(),
   status: ConversationStatusSchema.optional(),
+  exclude_source: z.string().min(1).max(500).optional()
+    .describe('leave out conversations whose metadata.source is this, e.g. `playground` (the dashboard\'s agent playground)'),
 }).strict();
 
 export const MessageSchema = z.object({

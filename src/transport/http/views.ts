@@ -4,7 +4,7 @@
 import type { IssuedApiKey } from '../../runtime/services/api-keys.js';
 import type { Me, Session } from '../../runtime/services/sessions.js';
 import type {
-  AgentRecord, ApiKeyRecord, ConversationRecord, DeliveryRecord, DeliveryWithAttempts, DocumentRecord, KnowledgeBaseRecord, MemberRecord,
+  AgentRecord, ApiKeyRecord, ConversationRecord, DeliveryRecord, DeliveryWithAttempts, DocumentRecord, KnowledgeBaseRecord, KnowledgeBaseStats, MemberRecord,
   MessageRecord, Page, UserRecord, WebhookEndpointRecord,
 } from '../../store/records.js';
 
@@ -16,8 +16,9 @@ export function agentView(a: AgentRecord) {
   };
 }
 
-export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
-  return { id: kb.id, name: kb.name, created_at: kb.created_at };
+/** A knowledge base with its counts (a new one has none: zeros). */
+export function knowledgeBaseView(kb: KnowledgeBaseRecord & Partial<KnowledgeBaseStats>) {
+  return { id: kb.id, name: kb.name, document_count: kb.document_count ?? 0, chunk_count: kb.chunk_count ?? 0, bytes: kb.bytes ?? 0, created_at: kb.created_at };
 }
 
 export function documentView(d: DocumentRecord) {

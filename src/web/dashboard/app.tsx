@@ -1,17 +1,26 @@
+import './shared.js';
 import { useEffect, useState } from 'preact/hooks';
 import type { Organization, User } from './api.js';
 import { Inbox, type InboxSnapshot } from './inbox.js';
 import { Logo } from './logo.js';
-import { AgentsPage } from './pages/agents.js';
-import { ApiKeysPage } from './pages/api-keys.js';
+import { lazyPage } from './lazy.js';
 import { InboxPage } from './pages/inbox.js';
-import { MembersPage } from './pages/members.js';
 import { OrganizationsPage } from './pages/organizations.js';
-import { PreviewPage } from './pages/preview.js';
 import { canManage, roleLabel } from './pages/roles.js';
 import { SignInPage } from './pages/sign-in.js';
-import { WebhooksPage } from './pages/webhooks.js';
-import { linkTo, navigate, pathOf, usePage, type PageName } from './router.js';
+import { detailOf, linkTo, navigate, pathOf, useLocation, usePage, type PageName } from './router.js';
+
+// The inbox, where everyone lands, comes with the entry; the other pages are loaded when first opened, by
+// section (pages/*-section.ts). scripts/build-web.mjs prints the sizes.
+const ApiKeysPage = lazyPage(() => import('./pages/settings-section.js').then((m) => m.ApiKeysPage));
+const AgentsPage = lazyPage(() => import('./pages/build-section.js').then((m) => m.AgentsPage));
+const AgentEditorPage = lazyPage(() => import('./pages/build-section.js').then((m) => m.AgentEditorPage));
+const KnowledgePage = lazyPage(() => import('./pages/build-section.js').then((m) => m.KnowledgePage));
+const KnowledgeBasePage = lazyPage(() => import('./pages/build-section.js').then((m) => m.KnowledgeBasePage));
+const UsagePage = lazyPage(() => import('./pages/usage.js').then((m) => m.UsagePage));
+const PreviewPage = lazyPage(() => import('./pages/build-section.js').then((m) => m.PreviewPage));
+const MembersPage = lazyPage(() => import('./pages/settings-section.js').then((m) => m.MembersPage));
+const WebhooksPage = lazyPage(() => import('./pages/settings-section.js').then((m) => m.WebhooksPage));
 import type { Session, SessionState } from './session.js';
 
 /** The session's state, re-rendering on every change (also one made before the effect subscribed). */
@@ -76,7 +85,7 @@ export function App({ session }: { session: Session }) {
 }
 
 const TITLES: Record<PageName, string> = {
-  inbox: 'Inbox', keys: 'API keys', agents: 'Agents', members: 'Members', webhooks: 'Webhooks', organizations: 'Organizations', preview: 'Widget preview', home: 'Dashboard',
+  inbox: 'Inbox', keys: 'API keys', agents: 'Agents', agent: 'Agent', knowledge: 'Knowledge', 'knowledge-base': 'Knowledge base', usage: 'Usage', members: 'Members', webhooks: 'Webhooks', organizations: 'Organizations', preview: 'Widget preview', home: 'Dashboard',
 };
 
 /**
@@ -102,9 +111,9 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
 }) {
   const manager = canManage(org);
   const { inbox, snapshot } = useInbox(session, org.id);
-  // The mount itself, and the keys and webhooks pages for an operator (who may not manage either), open
-  // the inbox.
-  const shown: PageName = page === 'home' || ((page === 'keys' || page === 'webhooks') && !manager) ? 'inbox' : page;
+  const detail = detailOf(useLocation().pathname);
+  // The mount itself, and the pages an operator may not use (keys, webhooks, usage, the agent editor), open the inbox.
+  const shown: PageName = page === 'home' || ((page === 'keys' || page === 'webhooks' || page === 'usage' || page === 'agent') && !manager) ? 'inbox' : page;
   useEffect(() => { if (shown !== page) navigate(shown, true); }, [shown, page]);
   const waiting = snapshot?.waiting ?? 0;
   useEffect(() => {
@@ -112,9 +121,12 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
   }, [shown, org.name, waiting]);
 
   const tabs: Array<[PageName, string]> = [
-    ['inbox', 'Inbox'], ...(manager ? [['keys', 'API keys'] as [PageName, string]] : []), ['agents', 'Agents'], ['members', 'Members'],
+    ['inbox', 'Inbox'], ...(manager ? [['keys', 'API keys'] as [PageName, string]] : []), ['agents', 'Agents'], ['knowledge', 'Knowledge'],
+    ...(manager ? [['usage', 'Usage'] as [PageName, string]] : []), ['members', 'Members'],
     ...(manager ? [['webhooks', 'Webhooks'] as [PageName, string]] : []),
   ];
+  /** The tab a page belongs to (an agent's editor is under Agents, a knowledge base under Knowledge). */
+  const tabOf: Partial<Record<PageName, PageName>> = { preview: 'agents', agent: 'agents', 'knowledge-base': 'knowledge' };
 
   return (
     <div class="shell">
@@ -137,7 +149,7 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
         <nav class="tabs" aria-label="Sections">
           <div class="tabs-inner">
             {tabs.map(([p, label]) => (
-              <a key={p} href={pathOf(p)} class="tab" onClick={linkTo(p)} aria-current={p === shown || (p === 'agents' && shown === 'preview') ? 'page' : undefined}>
+              <a key={p} href={pathOf(p)} class="tab" onClick={linkTo(p)} aria-current={p === (tabOf[shown] ?? shown) ? 'page' : undefined}>
                 {label}
                 {p === 'inbox' && waiting > 0 && (
                   <span class="tab-count" data-testid="waiting-count">
@@ -153,6 +165,10 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
         {shown === 'inbox' && inbox !== null && snapshot !== null && <InboxPage key={org.id} session={session} org={org} inbox={inbox} snapshot={snapshot} />}
         {shown === 'keys' && <ApiKeysPage key={org.id} session={session} org={org} />}
         {shown === 'agents' && <AgentsPage key={org.id} session={session} org={org} />}
+        {shown === 'agent' && detail !== null && <AgentEditorPage key={`${org.id}/agent`} session={session} org={org} agentId={detail === 'new' ? null : detail} />}
+        {shown === 'knowledge' && <KnowledgePage key={org.id} session={session} org={org} />}
+        {shown === 'knowledge-base' && detail !== null && <KnowledgeBasePage key={`${org.id}/${detail}`} session={session} org={org} kbId={detail} />}
+        {shown === 'usage' && <UsagePage key={org.id} session={session} org={org} />}
         {shown === 'preview' && <PreviewPage key={org.id} session={session} org={org} />}
         {shown === 'members' && <MembersPage key={org.id} session={session} org={org} user={user} />}
         {shown === 'webhooks' && <WebhooksPage key={org.id} session={session} org={org} />}

@@ -51,6 +51,8 @@ export interface InboxSnapshot {
 const PAGE = 50;
 /** Previews read at once. */
 const PREVIEW_CONCURRENCY = 3;
+/** `metadata.source` of the conversations the agent playground starts (pages/playground.tsx); the inbox leaves them out. */
+export const PLAYGROUND = 'playground';
 
 /** See the file's comment. */
 export class Inbox {
@@ -123,7 +125,7 @@ export class Inbox {
   async loadMore(): Promise<void> {
     if (this.cursor === null) return;
     try {
-      const page = await this.session.request<Page<Conversation>>('GET', `/v1/conversations?limit=${PAGE}&after=${encodeURIComponent(this.cursor)}`);
+      const page = await this.session.request<Page<Conversation>>('GET', `/v1/conversations?limit=${PAGE}&exclude_source=${PLAYGROUND}&after=${encodeURIComponent(this.cursor)}`);
       this.merge(page.data);
       this.cursor = page.data.at(-1)?.id ?? null;
       this.hasMore = page.has_more;
@@ -138,8 +140,8 @@ export class Inbox {
   private async reload(): Promise<void> {
     try {
       const [waiting, recent] = await Promise.all([
-        this.session.request<Page<Conversation>>('GET', '/v1/conversations?status=pending_handoff&limit=100'),
-        this.session.request<Page<Conversation>>('GET', `/v1/conversations?limit=${PAGE}`),
+        this.session.request<Page<Conversation>>('GET', `/v1/conversations?status=pending_handoff&limit=100&exclude_source=${PLAYGROUND}`),
+        this.session.request<Page<Conversation>>('GET', `/v1/conversations?limit=${PAGE}&exclude_source=${PLAYGROUND}`),
       ]);
       if (this.stopped) return;
       this.merge([...waiting.data, ...recent.data]);
@@ -198,6 +200,7 @@ export class Inbox {
   private onFrame(f: Frame): void {
     const id = typeof f.conversation_id === 'string' ? f.conversation_id : null;
     if (id === null) return;
+    if (this.ignored.has(id)) return;
     const row = this.rows.get(id);
     if (row === undefined) {
       // Not loaded (new, or older than the pages held): read it, then the frames from here on apply.
@@ -229,6 +232,9 @@ export class Inbox {
     this.changed();
   }
 
+  /** Conversations of the agent playground (`metadata.source: "playground"`): not the inbox's; their frames are dropped. */
+  private readonly ignored = new Set<string>();
+
   /** Previews that arrived for a conversation being fetched. */
   private readonly pendingPreview = new Map<string, Preview>();
 
@@ -238,6 +244,11 @@ export class Inbox {
     try {
       const c = await this.session.request<Conversation>('GET', `/v1/conversations/${encodeURIComponent(id)}`);
       if (this.stopped) return;
+      if (c.metadata.source === PLAYGROUND) {
+        this.ignored.add(id);
+        this.pendingPreview.delete(id);
+        return;
+      }
       const preview = this.pendingPreview.get(id) ?? null;
       this.pendingPreview.delete(id);
       this.knowAgent(c.agent_id);

@@ -7,9 +7,19 @@ import { useEffect, useState } from 'preact/hooks';
 /** Where the dashboard is mounted. */
 export const BASE = '/dashboard';
 
-export type PageName = 'inbox' | 'keys' | 'agents' | 'members' | 'webhooks' | 'organizations' | 'preview' | 'home';
+/**
+ * The pages: `agent` is an agent's editor (`/dashboard/agents/new`, `/dashboard/agents/agt_...`),
+ * `knowledge-base` one knowledge base (`/dashboard/knowledge/kb_...`).
+ */
+export type PageName = 'inbox' | 'keys' | 'agents' | 'agent' | 'knowledge' | 'knowledge-base' | 'usage' | 'members' | 'webhooks' | 'organizations' | 'preview' | 'home';
 
-const PAGES: readonly PageName[] = ['inbox', 'keys', 'agents', 'members', 'webhooks', 'organizations', 'preview'];
+const PAGES: readonly PageName[] = ['inbox', 'keys', 'agents', 'knowledge', 'usage', 'members', 'webhooks', 'organizations', 'preview'];
+
+/** Detail pages: the path segment they live under, and the ids they take. */
+const DETAIL: Partial<Record<PageName, { under: string; id: RegExp }>> = {
+  agent: { under: 'agents', id: /^(new|agt_[0-9A-Za-z]{1,64})$/ },
+  'knowledge-base': { under: 'knowledge', id: /^kb_[0-9A-Za-z]{1,64}$/ },
+};
 
 /** The part of a location path after the mount, without slashes at the ends. */
 function restOf(pathname: string): string {
@@ -23,6 +33,7 @@ function restOf(pathname: string): string {
 export function pageOf(pathname: string): PageName {
   const rest = restOf(pathname);
   if (conversationOf(pathname) !== null) return 'inbox';
+  if (detailOf(pathname) !== null) return rest.startsWith('agents/') ? 'agent' : 'knowledge-base';
   return (PAGES as readonly string[]).includes(rest) ? rest as PageName : 'home';
 }
 
@@ -32,12 +43,23 @@ export function conversationOf(pathname: string): string | null {
   return m === null ? null : m[1]!;
 }
 
+/** The id of a detail page's path: `new` or `agt_...` under agents/, `kb_...` under knowledge/; else null. */
+export function detailOf(pathname: string): string | null {
+  const rest = restOf(pathname);
+  for (const { under, id } of Object.values(DETAIL)) {
+    if (rest.startsWith(`${under}/`) && id.test(rest.slice(under.length + 1))) return rest.slice(under.length + 1);
+  }
+  return null;
+}
+
 /**
  * The path of a page; `detail` is the conversation of the inbox, or the query string of a page
  * (`?agent=...` of the preview, `?endpoint=whe_...` of the webhooks page).
  */
 export function pathOf(page: PageName, detail?: string): string {
   if (page === 'home') return BASE;
+  const under = DETAIL[page]?.under;
+  if (under !== undefined) return `${BASE}/${under}/${detail ?? 'new'}`;
   if (detail === undefined) return `${BASE}/${page}`;
   return detail.startsWith('?') ? `${BASE}/${page}${detail}` : `${BASE}/${page}/${detail}`;
 }

@@ -15,6 +15,7 @@
  *   the dashboard shows the sign-in page.
  */
 import { ApiError, errorOf, jsonBody, send, type MeBody, type Organization, type SessionBody, type User } from './api.js';
+import { createApiClient, type ApiClient } from './client.js';
 import { StorageLock } from './storage-lock.js';
 
 /** localStorage key of the refresh token (tests read it to check that sign-out revokes it). */
@@ -122,31 +123,61 @@ export class Session {
   }
 
   /**
-   * A request as the signed-in person: the access token, and `X-Org-Id` of the chosen organization unless
-   * `org` is false. After 401 `expired_token` it refreshes once and sends the request again. Resolves
-   * with the JSON body (undefined for 204); throws ApiError with the API's error code and message.
+   * The typed API client (src/web/dashboard/client.ts), sending as the signed-in person in the chosen
+   * organization through {@link authorizedFetch}.
    */
-  async request<T>(method: string, path: string, body?: unknown, opts: { org?: boolean } = {}): Promise<T> {
+  readonly api: ApiClient = createApiClient((request) => this.authorizedFetch(request));
+
+  /**
+   * Sends `request` as the signed-in person: the access token, and `X-Org-Id` of the chosen organization
+   * unless `org` is false. After 401 `expired_token` it refreshes once and sends a copy again. Resolves
+   * with the response whatever its status; throws ApiError `network_error` when nothing answered,
+   * `session_ended` when the session is over, `no_organization` when none is chosen.
+   */
+  async authorizedFetch(request: Request, opts: { org?: boolean } = {}): Promise<Response> {
+    const spare = request.clone();
     for (let attempt = 0; ; attempt++) {
-      const headers: Record<string, string> = { Authorization: `Bearer ${await this.token()}` };
-      if (opts.org !== false) {
-        if (this.current.status !== 'signed-in' || this.current.org === null) throw new ApiError(0, 'no_organization', 'Choose an organization first.');
-        headers['X-Org-Id'] = this.current.org.id;
-      }
-      const init: RequestInit = { method, headers };
-      if (body !== undefined) {
-        headers['Content-Type'] = 'application/json';
-        init.body = JSON.stringify(body);
-      }
-      const res = await send(path, init);
-      if (res.ok) return (res.status === 204 ? undefined : await res.json()) as T;
-      const err = await errorOf(res);
-      if (err.code === 'expired_token' && attempt === 0) {
+      const headers = new Headers((attempt === 0 ? request : spare).headers);
+      headers.set('Authorization', `Bearer ${await this.token()}`);
+      if (opts.org !== false) headers.set('X-Org-Id', this.orgId());
+      const res = await send(new Request(attempt === 0 ? request : spare, { headers }));
+      if (res.status === 401 && attempt === 0 && (await errorOf(res.clone())).code === 'expired_token') {
         this.accessToken = null;
         continue;
       }
-      throw err;
+      return res;
     }
+  }
+
+  /**
+   * The headers of a request as the signed-in person in the chosen organization, for what cannot go
+   * through fetch (an upload with progress, on XMLHttpRequest). Throws ApiError as {@link authorizedFetch}.
+   */
+  async authHeaders(): Promise<Record<string, string>> {
+    return { Authorization: `Bearer ${await this.token()}`, 'X-Org-Id': this.orgId() };
+  }
+
+  /** Forgets the access token, so the next request refreshes first (after a 401 `expired_token` seen elsewhere). */
+  dropAccessToken(): void {
+    this.accessToken = null;
+  }
+
+  /**
+   * A request as the signed-in person (see {@link authorizedFetch}). Resolves with the JSON body
+   * (undefined for 204); throws ApiError with the API's error code and message.
+   */
+  async request<T>(method: string, path: string, body?: unknown, opts: { org?: boolean } = {}): Promise<T> {
+    const init: RequestInit = { method };
+    if (body !== undefined) Object.assign(init, jsonBody(body));
+    const res = await this.authorizedFetch(new Request(new URL(path, location.origin), init), opts);
+    if (res.ok) return (res.status === 204 ? undefined : await res.json()) as T;
+    throw await errorOf(res);
+  }
+
+  /** The chosen organization's id; throws ApiError `no_organization` when none is chosen. */
+  private orgId(): string {
+    if (this.current.status !== 'signed-in' || this.current.org === null) throw new ApiError(0, 'no_organization', 'Choose an organization first.');
+    return this.current.org.id;
   }
 
   /** A usable access token: the one in memory, or a fresh one. Throws ApiError when there is none. */

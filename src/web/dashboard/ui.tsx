@@ -17,6 +17,15 @@ export function formatDate(iso: string): string {
   return Number.isNaN(d.getTime()) ? iso : dateFormat.format(d);
 }
 
+const sizeFormat = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+
+/** A size in bytes as people read it: "812 B", "14.2 KB", "3.1 MB" (powers of 1,000, as file managers show). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1000) return `${bytes} B`;
+  if (bytes < 1_000_000) return `${sizeFormat.format(bytes / 1000)} KB`;
+  return `${sizeFormat.format(bytes / 1_000_000)} MB`;
+}
+
 /** An error for assistive technology to announce at once (`role="alert"`); nothing when there is none. */
 export function ErrorAlert({ message }: { message: string | null }) {
   if (message === null || message === '') return null;

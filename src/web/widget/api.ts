@@ -5,57 +5,49 @@
  * visitor token is the only credential, sent in `X-Visitor-Token` or in the socket's `auth` frame.
  */
 import { createParser } from 'eventsource-parser';
+import createClient, { type Client } from 'openapi-fetch';
+import type { components, paths } from '../api-types.js';
 
-/** A knowledge-base passage an answer used (API.md "Chat": `citations`). */
-export interface Citation {
-  document_id: string;
-  chunk_id: string;
-  title: string;
-  snippet: string;
-  score: number;
-}
+type Schemas = components['schemas'];
+
+/**
+ * A knowledge-base passage an answer used (API.md "Chat": `citations`), from the generated API types
+ * (src/web/api-types.ts, `npm run gen:api`): title, snippet and score, with `heading` and `page` when known.
+ */
+export type Citation = Schemas['Citation'];
 
 /** A tool run of a stored message (API.md "Conversations and handoff": `tool_runs`). */
-export interface ToolRun {
-  id: string;
-  name: string;
-  is_error: boolean;
-}
+export type ToolRun = Schemas['ToolRun'];
 
-/** A stored message, as the public messages twin returns it. */
-export interface StoredMessage {
-  id: string;
-  conversation_id: string;
-  turn_id: string | null;
-  role: 'visitor' | 'agent' | 'operator';
-  content: string;
-  citations?: Citation[];
-  tool_runs?: ToolRun[];
-  status?: string;
-  finish_reason?: string | null;
-  error?: { code: string; message: string } | null;
-}
+/**
+ * A stored message, as the public messages twin returns it (every field), or as a socket's catch-up
+ * `message` frame carries it (the identifiers, role and content).
+ */
+export type StoredMessage = Pick<Schemas['Message'], 'id' | 'conversation_id' | 'turn_id' | 'role' | 'content'> & Partial<Schemas['Message']>;
 
-/** One stream event or socket frame (SPEC.md 6.1); fields by `type`. */
+/**
+ * One stream event or socket frame (SPEC.md 6.1): the fields of every StreamEvent variant of the API
+ * types, optional, since a socket frame (not in the OpenAPI document) can carry a few more; read by `type`.
+ */
 export interface StreamEvent {
   type: string;
   conversation_id?: string;
   turn_id?: string;
   visitor_token?: string;
   delta?: string;
-  tool_call?: { id: string; name: string };
-  tool_result?: { tool_call_id: string; name: string; is_error: boolean };
+  tool_call?: Schemas['ToolCall'];
+  tool_result?: Schemas['ToolResult'];
   citations?: Citation[];
   message_id?: string;
-  finish_reason?: string;
-  error?: { type: string; code: string; message: string };
+  finish_reason?: Schemas['FinishReason'];
+  error?: Schemas['TurnError'];
   /** On socket frames: `operator` for an operator's push, any role on a stored message frame. */
-  role?: 'visitor' | 'agent' | 'operator';
+  role?: Schemas['MessageRole'];
   /** On stored message frames (catch-up). */
   content?: string;
   retry_after?: number;
-  /** On `status` frames: the conversation's status after a change (active, pending_handoff, handed_off, closed). */
-  status?: string;
+  /** On `status` frames: the conversation's status after a change. */
+  status?: Schemas['ConversationStatus'];
 }
 
 /** An API error (API.md "Errors") or a failed request: `status` 0 when the network failed. */
@@ -65,12 +57,17 @@ export class ApiError extends Error {
   }
 }
 
-/** The public endpoints of one published agent at `base` (Parley's origin, `http://host:port`). */
+/**
+ * The public endpoints of one published agent at `base` (Parley's origin, `http://host:port`), called
+ * through openapi-fetch with the generated API types.
+ */
 export class PublicApi {
-  private readonly root: string;
+  private readonly client: Client<paths>;
+  private readonly key: { public_key: string };
 
   constructor(readonly base: string, readonly publicKey: string) {
-    this.root = `${base}/v1/public/agents/${encodeURIComponent(publicKey)}`;
+    this.client = createClient<paths>({ baseUrl: base, fetch: (request) => this.send(request) });
+    this.key = { public_key: publicKey };
   }
 
   /**
@@ -83,11 +80,10 @@ export class PublicApi {
     onEvent: (event: StreamEvent, seq: number) => void,
     signal?: AbortSignal,
   ): Promise<void> {
-    const res = await this.request(`${this.root}/chat`, {
-      method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-      body: JSON.stringify({ ...body, stream: true }), signal,
+    const { response } = await this.client.POST('/v1/public/agents/{public_key}/chat', {
+      params: { path: this.key }, body: { ...body, stream: true }, headers: { accept: 'text/event-stream' }, parseAs: 'stream', signal,
     });
-    await readEventStream(res, onEvent);
+    await readEventStream(response, onEvent);
   }
 
   /** Every message of the conversation after `after` (all when undefined), oldest first, page by page. */
@@ -95,42 +91,47 @@ export class PublicApi {
     const out: StoredMessage[] = [];
     let cursor = after;
     for (;;) {
-      const q = new URLSearchParams({ limit: '100' });
-      if (cursor !== undefined) q.set('after', cursor);
-      const res = await this.request(`${this.root}/conversations/${encodeURIComponent(conversationId)}/messages?${q}`, {
-        headers: { 'x-visitor-token': visitorToken },
+      const { data: page } = await this.client.GET('/v1/public/agents/{public_key}/conversations/{conversation_id}/messages', {
+        params: {
+          path: { ...this.key, conversation_id: conversationId },
+          query: cursor === undefined ? { limit: 100 } : { limit: 100, after: cursor },
+          header: { 'X-Visitor-Token': visitorToken },
+        },
       });
-      const page = await res.json() as { data: StoredMessage[]; has_more: boolean };
-      out.push(...page.data);
-      if (!page.has_more || page.data.length === 0) return out;
-      cursor = page.data[page.data.length - 1]!.id;
+      out.push(...page!.data);
+      if (!page!.has_more || page!.data.length === 0) return out;
+      cursor = page!.data[page!.data.length - 1]!.id;
     }
   }
 
   /** POST .../handoff: the visitor asks for a person; the conversation's new status. */
   async handoff(conversationId: string, visitorToken: string): Promise<string> {
-    const res = await this.request(`${this.root}/conversations/${encodeURIComponent(conversationId)}/handoff`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'x-visitor-token': visitorToken }, body: '{}',
+    const { data } = await this.client.POST('/v1/public/agents/{public_key}/conversations/{conversation_id}/handoff', {
+      params: { path: { ...this.key, conversation_id: conversationId }, header: { 'X-Visitor-Token': visitorToken } }, body: {},
     });
-    return (await res.json() as { status: string }).status;
+    return data!.status;
   }
 
   /** POST .../turns/{turn_id}/cancel: stops a running turn (its partial reply is stored). */
   async cancel(conversationId: string, turnId: string, visitorToken: string): Promise<void> {
-    await this.request(`${this.root}/conversations/${encodeURIComponent(conversationId)}/turns/${encodeURIComponent(turnId)}/cancel`, {
-      method: 'POST', headers: { 'x-visitor-token': visitorToken },
+    await this.client.POST('/v1/public/agents/{public_key}/conversations/{conversation_id}/turns/{turn_id}/cancel', {
+      params: { path: { ...this.key, conversation_id: conversationId, turn_id: turnId }, header: { 'X-Visitor-Token': visitorToken } },
     });
   }
 
   /** The listen-only socket of a conversation (`ws:`/`wss:` of the base). */
   listenUrl(conversationId: string): string {
-    return `${this.root.replace(/^http/, 'ws')}/conversations/${encodeURIComponent(conversationId)}/ws`;
+    return `${this.base.replace(/^http/, 'ws')}/v1/public/agents/${encodeURIComponent(this.publicKey)}/conversations/${encodeURIComponent(conversationId)}/ws`;
   }
 
-  private async request(url: string, init: RequestInit): Promise<Response> {
+  /**
+   * The fetch under the client: no cookies, CORS; a non-2xx answer becomes an ApiError with the API's
+   * code and message, a network failure ApiError(0) (an abort stays an AbortError).
+   */
+  private async send(request: Request): Promise<Response> {
     let res: Response;
     try {
-      res = await fetch(url, { ...init, credentials: 'omit', mode: 'cors' });
+      res = await fetch(request, { credentials: 'omit', mode: 'cors' });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
       throw new ApiError(0, 'network_error', 'Could not reach the chat service.');

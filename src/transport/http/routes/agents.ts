@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { AgentCreateSchema, AgentPatchSchema, AgentSchema, EmptyQuery, ErrorSchema, listOf, PageQuery, PublishedSchema } from '../schemas.js';
+import { AgentCreateSchema, AgentPatchSchema, AgentSchema, EmptyQuery, ErrorSchema, listOf, ModelProviderListSchema, PageQuery, PublishedSchema } from '../schemas.js';
 import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
@@ -8,6 +8,15 @@ import { agentView, pageView } from '../views.js';
 /** `/v1/agents` routes (API.md "Agents"). */
 export function agentRoutes(s: Services): RouteDef[] {
   return [
+    {
+      method: 'GET', path: '/v1/model-providers', tag: 'Agents', access: ACCESS.member, query: EmptyQuery,
+      summary: 'The model providers configured on this server, which an agent\'s model.provider may name',
+      responses: [{ status: 200, description: 'Providers, builtin first', schema: ModelProviderListSchema }],
+      handle() {
+        const data = s.agents.providers().map((id) => ({ id, default_model: id === 'builtin' ? 'builtin' : null }));
+        return { kind: 'json', status: 200, body: { data } };
+      },
+    },
     {
       method: 'GET', path: '/v1/agents', tag: 'Agents', summary: 'List agents', access: ACCESS.member, query: PageQuery,
       responses: [{ status: 200, description: 'Agents, newest first', schema: listOf(AgentSchema, 'AgentList') }],

@@ -43,7 +43,7 @@ export function chatRoutes(s: Services): RouteDef[] {
       method: 'GET', path: '/v1/conversations', tag: 'Conversations', summary: 'List conversations', access: ACCESS.member, query: ConversationListQuery,
       responses: [{ status: 200, description: 'Conversations, newest first', schema: listOf(ConversationSchema, 'ConversationList') }],
       async handle({ principal, query }: { principal: { orgId: string }; query: z.infer<typeof ConversationListQuery> }) {
-        const page = await s.conversations.list(principal.orgId, { agent_id: query.agent_id, status: query.status }, query);
+        const page = await s.conversations.list(principal.orgId, { agent_id: query.agent_id, status: query.status, exclude_source: query.exclude_source }, query);
         return { kind: 'json', status: 200, body: pageView(page, conversationView) };
       },
     },

@@ -30,9 +30,25 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
     },
     {
       method: 'GET', path: '/v1/knowledge-bases', tag: 'Knowledge bases', summary: 'List knowledge bases', access: ACCESS.member, query: PageQuery,
-      responses: [{ status: 200, description: 'Knowledge bases, newest first', schema: listOf(KnowledgeBaseSchema, 'KnowledgeBaseList') }],
+      responses: [{ status: 200, description: 'Knowledge bases, newest first, each with its document count, chunk count and bytes', schema: listOf(KnowledgeBaseSchema, 'KnowledgeBaseList') }],
       async handle({ principal, query }) {
         return { kind: 'json', status: 200, body: pageView(await s.knowledgeBases.list(principal.orgId, query), knowledgeBaseView) };
+      },
+    },
+    {
+      method: 'GET', path: '/v1/knowledge-bases/{kb_id}', tag: 'Knowledge bases', summary: 'Get a knowledge base with its counts', access: ACCESS.member, query: EmptyQuery,
+      responses: [{ status: 200, description: 'The knowledge base', schema: KnowledgeBaseSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
+      async handle({ principal, params }) {
+        return { kind: 'json', status: 200, body: knowledgeBaseView(await s.knowledgeBases.getWithStats(principal.orgId, params.kb_id!)) };
+      },
+    },
+    {
+      method: 'DELETE', path: '/v1/knowledge-bases/{kb_id}', tag: 'Knowledge bases', access: ACCESS.manage, query: EmptyQuery,
+      summary: 'Delete a knowledge base with its documents and chunks; agents that used it no longer list it',
+      responses: [{ status: 204, description: 'Deleted' }, { status: 404, description: 'Not found', schema: ErrorSchema }],
+      async handle({ principal, params }) {
+        await s.knowledgeBases.delete(principal.orgId, params.kb_id!, (orgId, kbId) => s.agents.detachKnowledgeBase(orgId, kbId));
+        return { kind: 'empty', status: 204 };
       },
     },
     {

@@ -1,6 +1,7 @@
+import '../shared.js';
 import { useState } from 'preact/hooks';
 import type { Agent, Organization, Page } from '../api.js';
-import { linkTo, pathOf } from '../router.js';
+import { linkTo, navigate, pathOf } from '../router.js';
 import type { Session } from '../session.js';
 import { ErrorAlert, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, StatusMessage, usePagedList } from '../ui.js';
 import { EmbedBox } from './embed.js';
@@ -44,15 +45,16 @@ export function AgentsPage({ session, org }: { session: Session; org: Organizati
       <div class="page-head">
         <div>
           <PageTitle>Agents</PageTitle>
-          <p class="muted">The agents of {org.name}. Create and change them with the API (<code>/v1/agents</code>); publish one to chat with visitors on your website.</p>
+          <p class="muted">The agents of {org.name}: build one on your documents, try it in its playground, publish it to chat with visitors on your website.</p>
         </div>
+        {manager && <button type="button" class="btn btn-primary" onClick={() => navigate('agent', false, 'new')}>New agent</button>}
       </div>
       <ErrorAlert message={error} />
       <StatusMessage message={flash} />
       {list.items !== null && list.items.length === 0 && (
         <div class="empty">
           <p><strong>No agents yet.</strong></p>
-          <p class="muted">Create one with <code>POST /v1/agents</code>.</p>
+          <p class="muted">{manager ? 'Press New agent to build one.' : 'An owner or admin can create one.'}</p>
         </div>
       )}
       {list.items !== null && list.items.length > 0 && (
@@ -66,7 +68,7 @@ export function AgentsPage({ session, org }: { session: Session; org: Organizati
               {list.items.map((agent) => (
                 <tr key={agent.id}>
                   <th scope="row" data-label="Name" class="cell-strong">
-                    {agent.name}
+                    <span id={`agent-${agent.id}`}>{agent.name}</span>
                     {agent.description !== '' && <span class="cell-detail">{agent.description}</span>}
                     <span class="cell-detail"><code>{agent.id}</code></span>
                   </th>
@@ -81,6 +83,7 @@ export function AgentsPage({ session, org }: { session: Session; org: Organizati
                   <td data-label="Created">{formatDate(agent.created_at)}</td>
                   <td class="cell-actions">
                     <div class="actions">
+                      {manager && <a class="btn btn-sm" href={pathOf('agent', agent.id)} onClick={linkTo('agent', agent.id)} aria-describedby={`agent-${agent.id}`}>Edit</a>}
                       {agent.published && (
                         <a class="btn btn-sm" href={pathOf('preview', `?agent=${agent.id}`)} onClick={linkTo('preview', `?agent=${agent.id}`)}
                           aria-label={`Preview the widget of ${agent.name}`}>Preview</a>

@@ -1,3 +1,4 @@
+import '../shared.js';
 import { useState } from 'preact/hooks';
 import type { ApiKey, IssuedApiKey, Organization, Page } from '../api.js';
 import type { Session } from '../session.js';

@@ -1,3 +1,4 @@
+import '../shared.js';
 import { useState } from 'preact/hooks';
 import { ROLES, type Member, type Organization, type Page, type Role, type User } from '../api.js';
 import type { Session } from '../session.js';

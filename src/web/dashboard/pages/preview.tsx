@@ -4,6 +4,7 @@
  * policy that lets the widget run: see src/transport/static/widget-preview.ts), in a frame. The dashboard
  * itself cannot run the widget: its policy forbids adding scripts at run time.
  */
+import '../shared.js';
 import { useEffect, useState } from 'preact/hooks';
 import type { Agent, Organization } from '../api.js';
 import { linkTo, pathOf, useLocation } from '../router.js';

@@ -4,6 +4,7 @@
  * actions (send a test event, disable or enable, rotate the secret, delete) and its delivery history,
  * where a delivery opens to show every attempt and can be sent again.
  */
+import '../shared.js';
 import { Fragment } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import {
