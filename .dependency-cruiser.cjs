@@ -6,7 +6,7 @@
  *   shared = config, errors, events, ids, log, metrics, net, text, vocabulary, workers
  *   actors/ (pure XState machines): xstate, actors/ and types from src/vocabulary only
  *
- * The composition root (src/main.ts, src/parley.ts, src/process-policy.ts, src/bootstrap/, src/cli/) may import anything.
+ * The composition root (src/main.ts, src/parley.ts, src/process-policy.ts, src/process-group.ts, src/bootstrap/, src/cli/) may import anything.
  * Transport may name the records of lower layers in types (views), never call into them.
  *
  * src/web/ (the dashboard, bundled for the browser by scripts/build-web.mjs) is an island beside the
@@ -19,7 +19,7 @@ const STORE = '^src/store/';
 const DOMAIN = '^src/(auth|knowledge|models|moderation|tools|webhooks)/';
 const RUNTIME = '^src/runtime/';
 const TRANSPORT = '^src/transport/';
-const ROOT = ['^src/(main|parley|process-policy)[.]ts$', '^src/(bootstrap|cli)/'];
+const ROOT = ['^src/(main|parley|process-policy|process-group)[.]ts$', '^src/(bootstrap|cli)/'];
 const WEB = '^src/web/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */

@@ -4,14 +4,23 @@ import { bootstrapIfEmpty, CREDENTIALS_FILE } from './bootstrap/first-run.js';
 import { loadConfig } from './config/config.js';
 import { startParley } from './parley.js';
 import { installFailurePolicy } from './process-policy.js';
+import { runProcessGroup, tellPrimaryReady } from './process-group.js';
 
 /**
  * CLI entry (`npm start`): reads the environment, starts the server, bootstraps an empty data dir
- * and drains on SIGTERM/SIGINT. Exit code 1 when start-up fails.
+ * and drains on SIGTERM/SIGINT. Exit code 1 when start-up fails. With PARLEY_PROCESSES above 1 it runs
+ * that many such processes on one port instead, and supervises them (src/process-group.ts).
  */
 async function main(): Promise<void> {
   const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
   const config = loadConfig(process.env, projectRoot);
+  if (config.cluster.processes > 1 && !config.cluster.groupChild) {
+    // PARLEY_PROCESSES: this process only supervises N Parley processes on one port (src/process-group.ts).
+    const code = await runProcessGroup({
+      processes: config.cluster.processes, entry: fileURLToPath(import.meta.url), env: process.env, log: (line) => process.stdout.write(`${line}\n`),
+    });
+    process.exit(code);
+  }
   // Ready (GET /readyz) only once the first-start bootstrap below has written its credentials file.
   const parley = await startParley(config, { deferReady: true });
   const { logger } = parley;
@@ -66,6 +75,7 @@ async function main(): Promise<void> {
     }
   }
   parley.ready();
+  tellPrimaryReady(parley.self.id, config.cluster.groupChild);
 
 }
 

@@ -126,6 +126,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   // once the server listens (port 0 in tests), before the first request is served.
   const self: LeaseOwner = { id: newId('proc'), url: config.cluster.advertiseUrl ?? '' };
   const clusterSecret = await store.processes.clusterSecret(newClusterSecret());
+  metrics.labelProcess(config.cluster.index !== undefined ? String(config.cluster.index) : self.id);
   const peers = new PeerClient({ processId: self.id, secret: clusterSecret });
   const registry = new ProcessRegistry(store.processes, self, {
     heartbeatMs: Math.max(100, Math.min(2000, Math.floor(config.cluster.leaseMs / 3))), deadAfterMs: config.cluster.leaseMs, logger,
@@ -138,7 +139,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     agents: agentDirectory, live, httpTools: { dispatcher: toolDispatcher, secrets: config.tools.secrets },
     store, models, tokens, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
-    retrievalK: config.retrievalK, search, turnReplayMs: config.turnReplayMs, admission: config.admission, lag: metrics.loop,
+    retrievalK: config.retrievalK, search, turnReplayMs: config.turnReplayMs, replayBudgetBytes: config.turnReplayBytes, admission: config.admission, lag: metrics.loop,
     onFirstToken: (turn, t) => {
       const labels = { provider: turn.agent.model.provider };
       metrics.firstToken.observe(labels, t.firstTokenMs / 1000);
@@ -187,13 +188,25 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     apiKeys: new ApiKeyService(store),
     members: new MemberService(store),
     agents: new AgentService(store, models, agentDirectory, live, { toolsAllowPrivate: config.tools.allowPrivate }),
-    public: new PublicService(store, agentDirectory, chat, config.publicLimits),
+    public: new PublicService(store, agentDirectory, chat, { ...config.publicLimits, processes: () => registry.size }),
     knowledgeBases: new KnowledgeBaseService(store, knowledge, search),
     conversations: new ConversationService(store),
     health: new HealthService(store, () => chat.isDraining, () => started),
     webhooks: new WebhookService(store, dispatcher, outbox, config.webhooks.allowPrivate),
     usage: new UsageService(store),
-    metricsText: () => metrics.text(),
+    metricsText: async () => {
+      // The whole group: every neighbour's metrics too, each series labelled by its process.
+      const others = await Promise.all(registry.neighbours.map(async (p) => {
+        try {
+          const answer = await peers.request(p.url, 'GET', '/internal/v1/metrics');
+          return answer.status === 200 ? answer.body as never : undefined;
+        } catch {
+          return undefined;
+        }
+      }));
+      return metrics.groupText(others.filter((o) => o !== undefined));
+    },
+    metricsJson: () => metrics.json(),
   };
   const routes = apiRoutes(services);
   const sockets = socketRoutes(services, {

@@ -13,6 +13,12 @@ export interface TokenBucketOptions {
   maxKeys?: number;
   /** Current time, ms (default Date.now). */
   now?: () => number;
+  /**
+   * How many processes share the budget (default 1): this process keeps `capacity / divisor()` of it (at
+   * least 1 token), refilled in the same window. Several Parley processes serving one port or one store
+   * each count only what reaches them, so together they allow about `capacity` (docs/scaling.md).
+   */
+  divisor?: () => number;
 }
 
 interface Bucket {
@@ -22,14 +28,19 @@ interface Bucket {
 
 export class TokenBuckets {
   private readonly buckets = new Map<string, Bucket>();
-  private readonly perMs: number;
   private readonly maxKeys: number;
   private readonly now: () => number;
+  private readonly divisor: () => number;
 
   constructor(private readonly opts: TokenBucketOptions) {
-    this.perMs = opts.capacity / opts.windowMs;
     this.maxKeys = opts.maxKeys ?? 100_000;
     this.now = opts.now ?? Date.now;
+    this.divisor = opts.divisor ?? (() => 1);
+  }
+
+  /** This process's share of the capacity now (at least 1 token). */
+  private get capacity(): number {
+    return Math.max(1, this.opts.capacity / Math.max(1, this.divisor()));
   }
 
   /**
@@ -37,18 +48,20 @@ export class TokenBuckets {
    * (nothing is taken then).
    */
   take(key: string): number {
-    const b = this.current(key);
+    const capacity = this.capacity;
+    const b = this.current(key, capacity);
     if (b.tokens >= 1) {
       b.tokens -= 1;
       return 0;
     }
-    return Math.ceil((1 - b.tokens) / this.perMs);
+    return Math.ceil((1 - b.tokens) / (capacity / this.opts.windowMs));
   }
 
   /** Gives one token back to `key`'s bucket (never above capacity). */
   refund(key: string): void {
-    const b = this.current(key);
-    b.tokens = Math.min(this.opts.capacity, b.tokens + 1);
+    const capacity = this.capacity;
+    const b = this.current(key, capacity);
+    b.tokens = Math.min(capacity, b.tokens + 1);
   }
 
   /** Keys remembered now. */
@@ -57,14 +70,14 @@ export class TokenBuckets {
   }
 
   /** The bucket of `key`, refilled up to now, moved to the most-recently-used end. */
-  private current(key: string): Bucket {
+  private current(key: string, capacity: number): Bucket {
     const now = this.now();
     let b = this.buckets.get(key);
     if (b === undefined) {
-      b = { tokens: this.opts.capacity, at: now };
+      b = { tokens: capacity, at: now };
     } else {
       this.buckets.delete(key);
-      b.tokens = Math.min(this.opts.capacity, b.tokens + (now - b.at) * this.perMs);
+      b.tokens = Math.min(capacity, b.tokens + (now - b.at) * (capacity / this.opts.windowMs));
       b.at = now;
     }
     this.buckets.set(key, b);

@@ -42,12 +42,15 @@ const EnvSchema = z.object({
   PARLEY_SSE_MAX_BUFFERED_BYTES: int(4 * 1024 * 1024, 1024),
   PARLEY_SHUTDOWN_GRACE_MS: int(10_000, 0),
   PARLEY_TURN_REPLAY_MS: int(5 * 60_000, 0),
+  PARLEY_TURN_REPLAY_BYTES: int(64 * 1024 * 1024, 0),
   PARLEY_FEED_POLL_MS: int(100, 5, 1000),
   PARLEY_ADVERTISE_URL: z.url({ protocol: /^https?$/ }).optional(),
   PARLEY_INTERNAL_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   PARLEY_LEASE_MS: int(10_000, 300, 600_000),
   PARLEY_PROCESSES: z.union([z.literal('auto'), z.coerce.number().int().min(1).max(256)]).default(1),
   PARLEY_REPLACES_PROCESS: z.string().regex(/^proc_[0-9A-Z]{26}$/).optional(),
+  PARLEY_GROUP_CHILD: bool(false),
+  PARLEY_PROCESS_INDEX: z.coerce.number().int().min(0).max(255).optional(),
   PARLEY_BOOTSTRAP: bool(true),
   PARLEY_DOCS_DIR: z.string().optional(),
   PARLEY_DASHBOARD_DIR: z.string().optional(),
@@ -164,6 +167,11 @@ export interface Config {
   /** A finished turn's events stay replayable this long, ms. */
   turnReplayMs: number;
   /**
+   * The replay of all finished turns together holds at most this much memory, bytes (estimated); past
+   * it the oldest finished turns are dropped and resume answers 404 for them (their stored messages stay).
+   */
+  turnReplayBytes: number;
+  /**
    * How often the store feed is read for changes made by other processes sharing the store (a revoked
    * key, a removed member, an unpublished agent), ms; this process's own changes apply at once.
    */
@@ -176,7 +184,11 @@ export interface Config {
    * many processes `npm start` runs on the shared port (`auto`: one per core), and the id of the process
    * this one replaces (set by the primary process for a child it restarts: that one is dead).
    */
-  cluster: { advertiseUrl: string | undefined; internalPort: number | undefined; leaseMs: number; processes: number; replaces: string | undefined };
+  cluster: {
+    advertiseUrl: string | undefined; internalPort: number | undefined; leaseMs: number; processes: number; replaces: string | undefined;
+    /** Set by the primary of PARLEY_PROCESSES for its children (internal): this process is one of a group, and its index there. */
+    groupChild: boolean; index: number | undefined;
+  };
   /** Create the demo organization, agent and key on first start with an empty data dir. */
   bootstrap: boolean;
   /** Folder ingested as the demo knowledge base; default: the project's docs/. */
@@ -277,10 +289,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sseMaxBufferedBytes: e.PARLEY_SSE_MAX_BUFFERED_BYTES,
     shutdownGraceMs: e.PARLEY_SHUTDOWN_GRACE_MS,
     turnReplayMs: e.PARLEY_TURN_REPLAY_MS,
+    turnReplayBytes: e.PARLEY_TURN_REPLAY_BYTES,
     feedPollMs: e.PARLEY_FEED_POLL_MS,
     cluster: {
       advertiseUrl: e.PARLEY_ADVERTISE_URL?.replace(/\/+$/, ''), internalPort: e.PARLEY_INTERNAL_PORT, leaseMs: e.PARLEY_LEASE_MS,
       processes: e.PARLEY_PROCESSES === 'auto' ? availableParallelism() : e.PARLEY_PROCESSES, replaces: e.PARLEY_REPLACES_PROCESS,
+      groupChild: e.PARLEY_GROUP_CHILD, index: e.PARLEY_PROCESS_INDEX,
     },
     bootstrap: e.PARLEY_BOOTSTRAP,
     docsDir: resolve(projectRoot, e.PARLEY_DOCS_DIR ?? 'docs'),

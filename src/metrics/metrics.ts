@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { LoopDelaySampler } from './loop-delay.js';
 
 
@@ -126,5 +126,28 @@ export class Metrics {
 
   text(): Promise<string> {
     return this.registry.metrics();
+  }
+
+  /**
+   * Labels every series of this process with `process` (its index in a PARLEY_PROCESSES group, else its
+   * id), so that the metrics of a group can be shown side by side (`groupText`).
+   */
+  labelProcess(name: string): void {
+    this.registry.setDefaultLabels({ process: name });
+  }
+
+  /** This process's metrics as prom-client's JSON form (what a neighbour asks for, to show the whole group). */
+  json(): Promise<MetricObjectWithValues<MetricValue<string>>[]> {
+    return this.registry.getMetricsAsJSON() as Promise<MetricObjectWithValues<MetricValue<string>>[]>;
+  }
+
+  /**
+   * The text exposition of this process's metrics and its neighbours' (`others`, their `json()`), one
+   * family per metric name with every process's series in it (told apart by their `process` label).
+   */
+  async groupText(others: ReadonlyArray<MetricObjectWithValues<MetricValue<string>>[]>): Promise<string> {
+    if (others.length === 0) return this.text();
+    const merged = AggregatorRegistry.aggregate([await this.json(), ...others] as never);
+    return merged.metrics();
   }
 }

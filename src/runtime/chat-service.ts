@@ -58,8 +58,8 @@ export interface ChatServiceOptions {
   turnReplayMs: number;
   /** Per-turn replay cap, characters (default 1 MiB). */
   turnReplayMaxChars?: number;
-  /** Cap on the replay characters of all finished turns together (default 64 Mi). */
-  replayBudgetChars?: number;
+  /** Cap on the memory of the replay of all finished turns together, bytes (PARLEY_TURN_REPLAY_BYTES; default 64 MiB). */
+  replayBudgetBytes?: number;
   historyLimit?: number;
   onFirstToken?: TurnRunnerDeps['onFirstToken'];
   onTurnEnd?: TurnRunnerDeps['onTurnEnd'];
@@ -134,7 +134,7 @@ export class ChatService {
     this.turns = new TurnRegistry({
       replayMs: opts.turnReplayMs,
       perTurn: { maxChars: opts.turnReplayMaxChars ?? 1024 * 1024 },
-      maxRetainedChars: opts.replayBudgetChars ?? 64 * 1024 * 1024,
+      maxRetainedBytes: opts.replayBudgetBytes ?? 64 * 1024 * 1024,
       onEnded: (channel) => live.turnEnded(channel),
     });
     this.agents = opts.agents ?? new AgentDirectory(opts.store);

@@ -42,6 +42,21 @@ describe('token buckets', () => {
     expect([b.take('a'), b.take('a'), b.take('a')]).toEqual([0, 0, 500]);
   });
 
+  it('a process that shares the budget with others keeps its share of it, at least one token, in the same window', () => {
+    const c = clock();
+    let processes = 3;
+    const b = new TokenBuckets({ capacity: 6, windowMs: 6000, now: c.now, divisor: () => processes });
+    expect([b.take('a'), b.take('a'), b.take('a')]).toEqual([0, 0, 3000]);
+    c.advance(3000);
+    expect(b.take('a')).toBe(0);
+    processes = 1;
+    c.advance(6000);
+    expect([b.take('a'), b.take('a'), b.take('a'), b.take('a'), b.take('a'), b.take('a'), b.take('a')]).toEqual([0, 0, 0, 0, 0, 0, 1000]);
+    processes = 100;
+    c.advance(60_000);
+    expect([b.take('z'), b.take('z')]).toEqual([0, 6000]);
+  });
+
   it('remember at most maxKeys keys, forgetting the least recently used', () => {
     const c = clock();
     const b = new TokenBuckets({ capacity: 1, windowMs: 1000, maxKeys: 2, now: c.now });

@@ -112,7 +112,7 @@ describe('TurnRegistry', () => {
   };
 
   it('moves an ended turn from running to the replay set', () => {
-    const reg = new TurnRegistry({ replayMs: 60_000, perTurn: { maxChars: 10_000 }, maxRetainedChars: 1_000_000 });
+    const reg = new TurnRegistry({ replayMs: 60_000, perTurn: { maxChars: 10_000 }, maxRetainedBytes: 1_000_000 });
     const ch = turnLike(reg, 'turn_a');
     expect(reg.size).toBe(1);
     expect(reg.get('turn_a')).toBeDefined();
@@ -125,7 +125,9 @@ describe('TurnRegistry', () => {
   });
 
   it('evicts the oldest finished channels when their total passes the budget', () => {
-    const reg = new TurnRegistry({ replayMs: 60_000, perTurn: { maxChars: 10_000 }, maxRetainedChars: 250 });
+    // Each channel below keeps 81 characters of token text and 38 of the `done` event: 2 x 119 bytes plus
+    // 1,024 of overhead = 1,262 bytes; two fit in 3,000 bytes, three do not.
+    const reg = new TurnRegistry({ replayMs: 60_000, perTurn: { maxChars: 10_000 }, maxRetainedBytes: 3_000 });
     const a = turnLike(reg, 'turn_a');
     const b = turnLike(reg, 'turn_b');
     const c = turnLike(reg, 'turn_c');
@@ -137,25 +139,25 @@ describe('TurnRegistry', () => {
     expect(a.isReplayable).toBe(false);
     expect(reg.channel('turn_b')).toBe(b);
     expect(reg.channel('turn_c')).toBe(c);
-    expect(reg.retained.chars).toBeLessThanOrEqual(250);
+    expect(reg.retained).toEqual({ channels: 2, bytes: 2_524 });
     reg.close();
   });
 
   it('drops finished channels after replayMs', () => {
     vi.useFakeTimers();
-    const reg = new TurnRegistry({ replayMs: 5_000, perTurn: { maxChars: 10_000 }, maxRetainedChars: 1_000_000 });
+    const reg = new TurnRegistry({ replayMs: 5_000, perTurn: { maxChars: 10_000 }, maxRetainedBytes: 1_000_000 });
     const a = turnLike(reg, 'turn_a');
     finishWith(a, 'x');
     vi.advanceTimersByTime(4_000);
     expect(reg.channel('turn_a')).toBe(a);
     vi.advanceTimersByTime(6_000); // the sweep at t=10 s finds it 10 s old
     expect(reg.channel('turn_a')).toBeUndefined();
-    expect(reg.retained).toEqual({ channels: 0, chars: 0 });
+    expect(reg.retained).toEqual({ channels: 0, bytes: 0 });
     reg.close();
   });
 
   it('a discarded (withdrawn) turn leaves nothing to replay', () => {
-    const reg = new TurnRegistry({ replayMs: 60_000, perTurn: { maxChars: 10_000 }, maxRetainedChars: 1_000_000 });
+    const reg = new TurnRegistry({ replayMs: 60_000, perTurn: { maxChars: 10_000 }, maxRetainedBytes: 1_000_000 });
     const a = turnLike(reg, 'turn_a');
     reg.discard('turn_a');
     finishWith(a, 'x');

@@ -16,6 +16,11 @@ export interface PublicLimits {
   perVisitorPerMinute: number;
   /** Current time, ms (default Date.now); tests pass a fixed clock. */
   now?: () => number;
+  /**
+   * Processes sharing the limits (the live processes of the store, src/cluster/process-registry.ts): each
+   * keeps its share of both budgets (TokenBucketOptions.divisor). Default 1.
+   */
+  processes?: () => number;
 }
 
 /** A public conversation, checked against its visitor token. */
@@ -46,8 +51,8 @@ export class PublicService {
     limits: PublicLimits,
   ) {
     const now = limits.now ?? Date.now;
-    this.byAddress = new TokenBuckets({ capacity: limits.perAddressPerMinute, windowMs: 60_000, now });
-    this.byVisitor = new TokenBuckets({ capacity: limits.perVisitorPerMinute, windowMs: 60_000, now });
+    this.byAddress = new TokenBuckets({ capacity: limits.perAddressPerMinute, windowMs: 60_000, now, divisor: limits.processes });
+    this.byVisitor = new TokenBuckets({ capacity: limits.perVisitorPerMinute, windowMs: 60_000, now, divisor: limits.processes });
   }
 
   /** The published agent of `publicKey`. Throws AppError `not_found`. */

@@ -8,8 +8,11 @@ export interface TurnRegistryOptions {
   replayMs: number;
   /** Per-turn cap of the replay buffer (see TurnChannel). */
   perTurn: ReplayLimits;
-  /** Cap on the characters kept by all finished channels together; the oldest are evicted first. */
-  maxRetainedChars: number;
+  /**
+   * Cap on the memory kept by all finished channels together, bytes (estimated: see {@link retainedBytesOf});
+   * past it the oldest are evicted first, and their turns fall back to their stored messages.
+   */
+  maxRetainedBytes: number;
   /** Called once for every channel whose terminal event was emitted (the live hub's `turn.ended`). */
   onEnded?: (channel: TurnChannel) => void;
 }
@@ -18,7 +21,7 @@ export interface TurnRegistryOptions {
  * Running turns and the channels of recently finished ones, by turn id. Only requests that name a turn
  * (resume, cancel) and the lifecycle (drain, a crashed conversation) look turns up here; the work of a
  * turn never does (it holds its Turn object). Memory is bounded by time (`replayMs`) and by size
- * (`perTurn`, `maxRetainedChars`).
+ * (`perTurn`, `maxRetainedBytes`).
  */
 export class TurnRegistry {
   /** Every channel's end callback: one function for all of them, not a closure per live turn. */
@@ -27,7 +30,7 @@ export class TurnRegistry {
   private readonly running = new Map<string, Turn>();
   /** Finished channels in the order they ended (Map keeps insertion order: oldest first). */
   private readonly finished = new Map<string, TurnChannel>();
-  private finishedChars = 0;
+  private finishedBytes = 0;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly opts: TurnRegistryOptions) {
@@ -69,9 +72,9 @@ export class TurnRegistry {
     return this.running.size;
   }
 
-  /** Finished channels kept for resume, and the characters they hold. */
-  get retained(): { channels: number; chars: number } {
-    return { channels: this.finished.size, chars: this.finishedChars };
+  /** Finished channels kept for resume, and the bytes they hold (estimated). */
+  get retained(): { channels: number; bytes: number } {
+    return { channels: this.finished.size, bytes: this.finishedBytes };
   }
 
   private ended(channel: TurnChannel): void {
@@ -79,17 +82,17 @@ export class TurnRegistry {
     if (!this.running.delete(channel.turnId)) return; // withdrawn or never registered (a forwarded message): nothing to keep
     if (this.opts.replayMs === 0 || !channel.isReplayable) return;
     this.finished.set(channel.turnId, channel);
-    this.finishedChars += channel.retainedChars;
+    this.finishedBytes += retainedBytesOf(channel);
     // Oldest first, until the total fits (the newest always stays, it fits its own per-turn cap).
     for (const [id, ch] of this.finished) {
-      if (this.finishedChars <= this.opts.maxRetainedChars || id === channel.turnId) break;
+      if (this.finishedBytes <= this.opts.maxRetainedBytes || id === channel.turnId) break;
       this.evict(id, ch);
     }
   }
 
   private evict(id: string, ch: TurnChannel): void {
     this.finished.delete(id);
-    this.finishedChars -= ch.retainedChars;
+    this.finishedBytes -= retainedBytesOf(ch);
     ch.dropReplay();
   }
 
@@ -104,3 +107,16 @@ export class TurnRegistry {
     clearInterval(this.sweeper);
   }
 }
+
+/**
+ * What a finished channel holds in memory, bytes, as the replay budget counts it: 2 bytes per character
+ * kept (V8 stores text with any character past U+00FF in two bytes each) plus {@link CHANNEL_OVERHEAD_BYTES}
+ * for the channel and its bookkeeping. An estimate, measured against the process's RSS by the
+ * replay-memory bench (bench/README.md).
+ */
+export function retainedBytesOf(channel: TurnChannel): number {
+  return channel.retainedChars * 2 + CHANNEL_OVERHEAD_BYTES;
+}
+
+/** Memory of a finished channel beyond its text, bytes: the object, its arrays and the registry's entry. */
+export const CHANNEL_OVERHEAD_BYTES = 1024;

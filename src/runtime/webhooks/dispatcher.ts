@@ -4,11 +4,13 @@
  * disabled); this module does the I/O of its `pump`: claim due deliveries under a lease, send them
  * (src/webhooks/sender.ts), record each attempt, and schedule the retry (actors/webhook-endpoint/retry.rules.ts).
  *
- * Nothing is lost with a timer or an actor: due times and leases live in the store. A sweep (at start,
- * then every `sweepIntervalMs`) takes back the deliveries whose lease ended (an attempt cut short by a
- * crash or a stall), records that attempt as interrupted and makes them due again; at start every lease
- * of another owner counts as ended, because this process is the store's single user (like
- * ConversationsPort.failInterruptedTurns).
+ * Nothing is lost with a timer or an actor: due times and leases live in the store. Every process sharing
+ * the store runs an actor per endpoint; a delivery is claimed under a lease, so one process attempts it at
+ * a time. A sweep (at start, then every `sweepIntervalMs`) takes back the deliveries whose lease ended
+ * (an attempt cut short by a crash or a stall), records that attempt as interrupted and makes them due
+ * again, and wakes the endpoints with deliveries due (another process may have stored them and died);
+ * the leases of a process found dead are taken back at once (`ownerGone`). An endpoint actor that crashes
+ * is started again from the store after a capped backoff (supervision), never taking the process down.
  */
 import { randomBytes } from 'node:crypto';
 import { createActor, fromCallback, type ActorRefFrom } from 'xstate';
@@ -42,6 +44,8 @@ export interface WebhookDispatcherOptions {
   userAgent: string;
   /** The lease owner id of this process's claims (its process id); default a new random one. */
   owner?: string | undefined;
+  /** Replaces the endpoint machine (tests inject faults); default the real one. */
+  endpointLogic?: typeof webhookEndpointMachine;
 }
 
 type EndpointActor = ActorRefFrom<typeof webhookEndpointMachine>;
@@ -209,7 +213,7 @@ export class WebhookDispatcher {
 
   private ensure(endpoint: WebhookEndpointRecord): void {
     if (this.closed || this.entries.has(endpoint.id)) return;
-    const logic = webhookEndpointMachine.provide({
+    const logic = (this.opts.endpointLogic ?? webhookEndpointMachine).provide({
       actors: { pump: fromCallback<{ type: 'stop' }, PumpInput>(({ input, sendBack }) => this.pump(input, sendBack as (e: WebhookEndpointEvent) => void)) },
     });
     const actor = createActor(logic, {
@@ -223,20 +227,50 @@ export class WebhookDispatcher {
     let set = this.byOrg.get(endpoint.org_id);
     if (set === undefined) { set = new Set(); this.byOrg.set(endpoint.org_id, set); }
     set.add(endpoint.id);
-    actor.subscribe((snapshot) => {
-      if (snapshot.value !== 'disabled' || entry.disablePersisted) return;
-      const reason = snapshot.context.disabledReason;
-      if (reason !== 'gone' && reason !== 'failing') return;
-      entry.disablePersisted = true;
-      entry.endpoint = { ...entry.endpoint, enabled: false, disabled_reason: reason };
-      this.opts.logger.warn({ endpoint_id: endpoint.id, org_id: endpoint.org_id, reason }, reason === 'gone'
-        ? 'webhook endpoint disabled: the receiver answered 410 Gone'
-        : 'webhook endpoint disabled: its deliveries have failed for too long');
-      void this.opts.store.webhooks.disableEndpoint(endpoint.id, reason, new Date().toISOString())
-        .then(() => this.refreshOrg(endpoint.org_id))
-        .catch((err: unknown) => this.opts.logger.error({ err, endpoint_id: endpoint.id }, 'could not store the disabled endpoint'));
+    actor.subscribe({
+      next: (snapshot) => this.persistDisable(entry, snapshot.value, snapshot.context.disabledReason),
+      // Supervision (DESIGN.md "Actors"): a crashed endpoint actor is logged and started again from the
+      // store after a capped backoff; the process and the other endpoints go on.
+      error: (err) => this.crashed(endpoint.id, entry, err),
     });
     actor.start();
+  }
+
+  /** Restarts of endpoint actors in a row, by endpoint id (reset when one runs for a minute). */
+  private readonly restarts = new Map<string, { count: number; at: number }>();
+
+  private crashed(id: string, entry: Entry, err: unknown): void {
+    if (this.entries.get(id) === entry) {
+      this.entries.delete(id);
+      this.byOrg.get(entry.endpoint.org_id)?.delete(id);
+    }
+    const now = Date.now();
+    const prev = this.restarts.get(id);
+    const count = prev !== undefined && now - prev.at < 60_000 ? prev.count + 1 : 1;
+    this.restarts.set(id, { count, at: now });
+    const wait = Math.min(30_000, 100 * 2 ** (count - 1));
+    this.opts.logger.error({ err, endpoint_id: id, restart_in_ms: wait }, 'webhook endpoint actor crashed; starting it again');
+    setTimeout(() => {
+      if (this.closed || this.entries.has(id)) return;
+      this.opts.store.webhooks.endpointById(id).then((rec) => {
+        if (rec !== undefined && !this.closed) this.ensure(rec);
+      }).catch((e: unknown) => this.opts.logger.error({ err: e, endpoint_id: id }, 'could not restart a webhook endpoint actor'));
+    }, wait).unref();
+  }
+
+  /** The machine disabled the endpoint (410 Gone, or failing too long): store it once. */
+  private persistDisable(entry: Entry, value: unknown, reason: string | null): void {
+    if (value !== 'disabled' || entry.disablePersisted) return;
+    if (reason !== 'gone' && reason !== 'failing') return;
+    const endpoint = entry.endpoint;
+    entry.disablePersisted = true;
+    entry.endpoint = { ...endpoint, enabled: false, disabled_reason: reason };
+    this.opts.logger.warn({ endpoint_id: endpoint.id, org_id: endpoint.org_id, reason }, reason === 'gone'
+      ? 'webhook endpoint disabled: the receiver answered 410 Gone'
+      : 'webhook endpoint disabled: its deliveries have failed for too long');
+    void this.opts.store.webhooks.disableEndpoint(endpoint.id, reason, new Date().toISOString())
+      .then(() => this.refreshOrg(endpoint.org_id))
+      .catch((err: unknown) => this.opts.logger.error({ err, endpoint_id: endpoint.id }, 'could not store the disabled endpoint'));
   }
 
   /** Re-reads whether the organization still has an enabled endpoint (for the outbox's hot-path check). */

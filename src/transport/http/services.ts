@@ -36,5 +36,8 @@ export interface Services {
   /** Token usage and thresholds. */
   usage: UsageService;
   /** Prometheus text exposition of the metrics registry. */
+  /** `GET /metrics`: the whole group's metrics (this process's and its neighbours', by `process` label). */
   metricsText(): Promise<string>;
+  /** This process's metrics as JSON (the internal route a neighbour's `/metrics` reads). */
+  metricsJson(): Promise<unknown>;
 }

@@ -5,6 +5,7 @@
  *
  * - `GET /internal/v1/whoami` -> `{"id"}`: the process answering at this address (a restarted process
  *   answers with a new id: its predecessor is dead).
+ * - `GET /internal/v1/metrics`: this process's metrics as JSON, for `GET /metrics` of the whole group.
  * - `POST /internal/v1/chat` `{org_id, agent_id, via, input}`: a chat message forwarded to the owner of its
  *   conversation; answered like `POST /v1/agents/{agent_id}/chat` with `stream: true` (the turn's event
  *   stream from its first event), or with the error; 421 `not_owner` when this process does not own the
@@ -65,6 +66,12 @@ export function internalRoutes(s: Services, processId: () => string): RouteDef[]
     {
       ...common, method: 'GET', path: '/internal/v1/whoami', summary: 'This process',
       handle: () => ({ kind: 'json', status: 200, body: { id: processId() } }),
+    },
+    {
+      ...common, method: 'GET', path: '/internal/v1/metrics', summary: 'This process\'s metrics (prom-client JSON), for the group\'s /metrics',
+      async handle() {
+        return { kind: 'json', status: 200, body: await s.metricsJson() };
+      },
     },
     {
       ...common, method: 'POST', path: '/internal/v1/chat', summary: 'A chat message forwarded to its conversation\'s owner', body: ForwardedChatSchema,
