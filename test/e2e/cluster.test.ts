@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { credentialsOf, exitOf, startMain, type MainProcess } from '../helpers/main-process.js';
 import { readSse, waitFor, type SseEvent } from '../helpers/sse-client.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
-import { openSocket, type Frame, type TestSocket } from '../helpers/ws-client.js';
+import { openSocket, rawUpgrade, type Frame, type TestSocket } from '../helpers/ws-client.js';
 
 const LEASE_MS = 2000;
 const ENV = {
@@ -26,7 +26,7 @@ let dataDir: string;
 const procs: MainProcess[] = [];
 let creds: Awaited<ReturnType<typeof credentialsOf>>;
 let receiver: Receiver;
-const sockets: TestSocket[] = [];
+const sockets: Array<{ close(): void }> = [];
 
 const start = async () => {
   const p = await startMain(dataDir, ENV);
@@ -162,15 +162,23 @@ describe('three processes on one data dir', () => {
     const [p1, p2] = procs as [MainProcess, MainProcess];
     let conversationId = '';
     let paused = false;
+    let seen = 0;
+    // Paused a few tokens in, not at the first: the webhook deliveries of the turn's start (claimed,
+    // sent and recorded by this process) are done by then. A process stopped inside a write transaction
+    // would hold SQLite's one write lock, and every process would wait for it (docs/scaling.md).
     const cut = stream(p2, { message: QUESTION }, (e) => {
       if (e.data.type === 'conversation') conversationId = e.data.conversation_id as string;
-      if (e.data.type === 'token' && !paused) { paused = true; p2.child.kill('SIGSTOP'); }
+      if (e.data.type === 'token' && ++seen === 6 && !paused) { paused = true; p2.child.kill('SIGSTOP'); }
     }).catch(() => undefined);
     await waitFor(() => (paused ? true : undefined), 10_000, 'the turn on process 2 to stream');
     await new Promise((r) => setTimeout(r, LEASE_MS + 1500));
-    const next = await chat(p1, { message: 'Are you there?', conversation_id: conversationId });
-    expect(next.status, await next.clone().text()).toBe(200);
-    p2.child.kill('SIGCONT');
+    let next: Response;
+    try {
+      next = await chat(p1, { message: 'Are you there?', conversation_id: conversationId });
+    } finally {
+      p2.child.kill('SIGCONT');
+    }
+    expect(next.status, `${await next.clone().text()}\n${p1.output().slice(-3000)}`).toBe(200);
     await cut;
     // Give the stale owner time to try its late writes.
     await new Promise((r) => setTimeout(r, 1500));
@@ -219,6 +227,42 @@ describe('three processes on one data dir', () => {
       ['visitor', 'completed', null], ['agent', 'failed', 'interrupted'], ['visitor', 'completed', null], ['agent', 'completed', null],
     ]);
     procs[2] = await start();
+  });
+
+  it('access taken away on one process ends on every process within 1 s: a revoked key\'s socket, a removed member\'s socket, a logged-out token', async () => {
+    const [p1, p2, p3] = procs as [MainProcess, MainProcess, MainProcess];
+    const login = await fetch(`${p1.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: creds.owner_email, password: creds.owner_password }) });
+    const owner = (await login.json()) as { access_token: string; organizations: Array<{ id: string }> };
+    const ownerHeaders = { authorization: `Bearer ${owner.access_token}`, 'x-org-id': owner.organizations[0]!.id, 'content-type': 'application/json' };
+    const key = (await (await fetch(`${p1.url}/v1/api-keys`, { method: 'POST', headers: ownerHeaders, body: JSON.stringify({ name: 'cluster' }) })).json()) as { id: string; secret: string };
+    // The owner signs in a second time; that sign-in is logged out on process 1.
+    const second = (await (await fetch(`${p2.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: creds.owner_email, password: creds.owner_password }) })).json()) as { access_token: string; refresh_token: string };
+    const ws = (p: MainProcess, path: string) => openSocket(`${p.url.replace('http', 'ws')}${path}`);
+    const up = await rawUpgrade(Number(new URL(p2.url).port), `/v1/agents/${creds.agent_id}/chat/ws`, { Authorization: `Bearer ${key.secret}` });
+    expect(up.status).toBe(101);
+    const byKey = up.socket!;
+    sockets.push(byKey);
+    const bySession = await ws(p3, `/v1/inbox/ws?token=${encodeURIComponent(second.access_token)}&org_id=${owner.organizations[0]!.id}`);
+    sockets.push(bySession);
+    for (const s of [bySession, byKey]) { s.send({ type: 'ping' }); await s.next((f) => f.type === 'pong'); }
+    const t0 = Date.now();
+    expect((await fetch(`${p1.url}/v1/auth/logout`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refresh_token: second.refresh_token }) })).status).toBe(204);
+    const closed = await bySession.closed;
+    expect(closed).toEqual({ code: 4401, reason: 'session_ended' });
+    expect(Date.now() - t0).toBeLessThan(1000);
+    // The logged-out token is refused on every process.
+    for (const p of [p1, p2, p3]) {
+      const r = await fetch(`${p.url}/v1/conversations`, { headers: { authorization: `Bearer ${second.access_token}`, 'x-org-id': owner.organizations[0]!.id } });
+      expect(r.status).toBe(401);
+    }
+    // An API key revoked on process 1: refused at once on process 3 (no cached lookup survives the feed).
+    expect((await fetch(`${p3.url}/v1/agents`, { headers: { authorization: `Bearer ${key.secret}` } })).status).toBe(200);
+    const t1 = Date.now();
+    expect((await fetch(`${p1.url}/v1/api-keys/${key.id}`, { method: 'DELETE', headers: ownerHeaders })).status).toBe(204);
+    await waitFor(async () => ((await fetch(`${p3.url}/v1/agents`, { headers: { authorization: `Bearer ${key.secret}` } })).status === 401 ? true : undefined), 2000, 'the key refused on process 3');
+    // Its socket on process 2 closed too.
+    expect(await byKey.closed).toEqual({ code: 4401, reason: 'revoked_api_key' });
+    expect(Date.now() - t1).toBeLessThan(1000);
   });
 
   it('webhooks: every event is delivered; one delivered twice is only one whose attempt a stopped process cut (a retry)', async () => {
