@@ -37,6 +37,7 @@ import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
 import type { Store } from './store/ports.js';
 import { withApiKeyCache } from './store/cached-api-keys.js';
 import { createSqliteStore } from './store/sqlite/sqlite-store.js';
+import { exposedPaths, fixModesCommand } from './store/sqlite/data-dir.js';
 import { createDispatcher } from './transport/http/dispatch.js';
 import { Router } from './transport/http/router.js';
 import { agentRoutes } from './transport/http/routes/agents.js';
@@ -93,6 +94,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const logger = opts.logger ?? createLogger(config.logLevel);
   // API-key lookups (one per API-key request) are cached; revocations through this instance apply at once.
   const store = withApiKeyCache(opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter, reader: config.sqliteReader }));
+  if (opts.store === undefined) warnIfDataExposed(config.dataDir, logger);
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
   const tokens = createWorkerTokenCounter();
@@ -261,3 +263,19 @@ async function recover(store: Store, knowledge: KnowledgeService, outbox: Outbox
   }
   await knowledge.resumePending();
 }
+
+/**
+ * Warns when the data directory, or a file in it, can be reached by others than the account running
+ * Parley (a directory made by hand, or by a Parley before 0700/0600): it holds the token signing key, the
+ * webhook secrets and every conversation. The warning names the paths and the command that fixes them.
+ */
+function warnIfDataExposed(dataDir: string, logger: Logger): void {
+  const exposed = exposedPaths(dataDir);
+  if (exposed.length === 0) return;
+  const fix = fixModesCommand(dataDir);
+  logger.warn({
+    data_dir: dataDir, fix,
+    exposed: exposed.map((e) => ({ path: e.path, mode: `0${e.mode.toString(8)}` })),
+  }, `the data directory can be read by other accounts on this machine (it holds the signing key, webhook secrets and conversations); fix it with: ${fix}`);
+}
+

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { ensureDataDir, ensurePrivateFile } from './data-dir.js';
 
 /**
  * Schema migrations, applied in order; `PRAGMA user_version` records how many ran. A migration that has
@@ -192,7 +192,8 @@ export const MIGRATIONS: readonly string[] = [
 export type SqliteSync = 'FULL' | 'NORMAL';
 
 /**
- * Opens (creating if needed) the SQLite database at `file` in WAL mode, applies pending migrations and
+ * Opens (creating if needed: its directory 0700, the file 0600, and so its `-wal` and `-shm` files too,
+ * src/store/sqlite/data-dir.ts) the SQLite database at `file` in WAL mode, applies pending migrations and
  * turns foreign keys on. Each migration runs in its own transaction with foreign keys off (they cannot
  * be switched inside a transaction, and rebuilding a table needs them off: SQLite's ALTER TABLE
  * procedure), and commits only if `PRAGMA foreign_key_check` finds no row naming a missing parent.
@@ -201,7 +202,8 @@ export type SqliteSync = 'FULL' | 'NORMAL';
  * when a migration would leave such rows.
  */
 export function openDatabase(file: string, sync: SqliteSync = 'FULL'): Database.Database {
-  mkdirSync(dirname(file), { recursive: true });
+  ensureDataDir(dirname(file));
+  ensurePrivateFile(file);
   const db = new Database(file);
   try {
     db.pragma('journal_mode = WAL');
