@@ -141,7 +141,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const passwords = new PasswordHasher({ concurrency: config.auth.passwordHashConcurrency, maxWaiting: 1000 });
   await passwords.prepare();
   const throttle = new LoginThrottle({
-    perAccount: config.auth.loginFailuresPerAccount, perAddress: config.auth.loginFailuresPerAddress, windowMs: config.auth.loginWindowMs,
+    perAccount: config.auth.loginFailuresPerAccount, perAddress: config.auth.loginFailuresPerAddress,
+    accountCeiling: config.auth.loginAccountCeiling, windowMs: config.auth.loginWindowMs,
   });
   const access = new AccessService(store, accessTokens);
   const services: Services = {

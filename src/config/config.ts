@@ -59,6 +59,7 @@ const EnvSchema = z.object({
   PARLEY_PASSWORD_HASH_CONCURRENCY: int(defaultHashConcurrency(), 1, 64),
   PARLEY_LOGIN_FAILURES_PER_ACCOUNT: int(10, 1, 100_000),
   PARLEY_LOGIN_FAILURES_PER_ADDRESS: int(100, 1, 1_000_000),
+  PARLEY_LOGIN_ACCOUNT_CEILING: int(100, 1, 1_000_000),
   PARLEY_PUBLIC_REQUESTS_PER_MINUTE: int(120, 1, 1_000_000),
   PARLEY_PUBLIC_VISITOR_REQUESTS_PER_MINUTE: int(60, 1, 1_000_000),
   PARLEY_WS_MAX_BUFFERED_BYTES: int(1024 * 1024, 1024),
@@ -179,12 +180,14 @@ export interface Config {
   };
   /**
    * Person sign-in: refresh tokens expire after `refreshIdleMs` unused and `refreshAbsoluteMs` after the
-   * login (ms); `passwordHashConcurrency` argon2 hashes run at once; failed sign-ins allowed per account
-   * and per client address within `loginWindowMs` (a token bucket each) before 429 rate_limited.
+   * login (ms); `passwordHashConcurrency` argon2 hashes run at once; failed sign-ins allowed within
+   * `loginWindowMs` per account from one client address, per client address, and per account from all
+   * addresses (the ceiling past which only addresses with no recent failure on the account may try), a
+   * token bucket each (src/auth/login-throttle.ts), before 429 rate_limited.
    */
   auth: {
     refreshIdleMs: number; refreshAbsoluteMs: number; passwordHashConcurrency: number;
-    loginFailuresPerAccount: number; loginFailuresPerAddress: number; loginWindowMs: number;
+    loginFailuresPerAccount: number; loginFailuresPerAddress: number; loginAccountCeiling: number; loginWindowMs: number;
   };
   /**
    * Public endpoints and sockets of published agents (API.md "WebSockets"): requests (and socket
@@ -272,6 +275,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       refreshIdleMs: e.PARLEY_REFRESH_IDLE_DAYS * 86_400_000, refreshAbsoluteMs: e.PARLEY_REFRESH_ABSOLUTE_DAYS * 86_400_000,
       passwordHashConcurrency: e.PARLEY_PASSWORD_HASH_CONCURRENCY,
       loginFailuresPerAccount: e.PARLEY_LOGIN_FAILURES_PER_ACCOUNT, loginFailuresPerAddress: e.PARLEY_LOGIN_FAILURES_PER_ADDRESS,
+      loginAccountCeiling: e.PARLEY_LOGIN_ACCOUNT_CEILING,
       loginWindowMs: LOGIN_WINDOW_MS,
     },
     publicLimits: { perAddressPerMinute: e.PARLEY_PUBLIC_REQUESTS_PER_MINUTE, perVisitorPerMinute: e.PARLEY_PUBLIC_VISITOR_REQUESTS_PER_MINUTE },

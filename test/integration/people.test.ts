@@ -7,7 +7,7 @@
 import { createPublicKey } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, importJWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectApiError } from '../helpers/raw-http.js';
+import { expectApiError, fetchFrom } from '../helpers/raw-http.js';
 import { startTestServer, type SessionBody, type TestServer } from '../helpers/server.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
 
@@ -363,26 +363,46 @@ describe('/v1/members', () => {
 
 describe('sign-in throttling', () => {
   let limited: TestServer;
-  beforeAll(async () => { limited = await startTestServer({ PARLEY_LOGIN_FAILURES_PER_ACCOUNT: '3', PARLEY_LOGIN_FAILURES_PER_ADDRESS: '8' }); });
+  beforeAll(async () => { limited = await startTestServer({ PARLEY_LOGIN_FAILURES_PER_ACCOUNT: '3', PARLEY_LOGIN_FAILURES_PER_ADDRESS: '8', PARLEY_LOGIN_ACCOUNT_CEILING: '5' }); });
   afterAll(async () => { await limited?.close(); });
-  const attempt = (email: string, password: string) =>
-    fetch(`${limited.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  /**
+   * POST /v1/auth/login from client address `from` (a loopback address: the client socket is bound to it,
+   * so the server sees it as the request's address, which the throttle counts).
+   */
+  const attempt = (email: string, password: string, from = '127.0.0.1') =>
+    fetchFrom(from, `${limited.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
 
-  it('an account gets 429 rate_limited with Retry-After after its failures, even with the right password; a success does not count', async () => {
+  it('an address gets 429 rate_limited with Retry-After after its failures on an account, even with the right password; a success does not count', async () => {
     const p = await limited.addPerson();
-    expect((await attempt(p.email, p.password)).status).toBe(200);
-    for (let i = 0; i < 3; i++) await expectApiError(await attempt(p.email, 'wrong password'), 401, 'authentication_error', 'invalid_credentials');
-    const res = await attempt(p.email, p.password);
+    expect((await attempt(p.email, p.password, '127.0.0.2')).status).toBe(200);
+    for (let i = 0; i < 3; i++) await expectApiError(await attempt(p.email, 'wrong password', '127.0.0.2'), 401, 'authentication_error', 'invalid_credentials');
+    const res = await attempt(p.email, p.password, '127.0.0.2');
     const retryAfter = Number(res.headers.get('retry-after'));
     await expectApiError(res, 429, 'rate_limit_error', 'rate_limited');
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(300);
   });
 
+  it('a lockout attempt from one address does not stop the owner from another address, even past the account ceiling (review finding 10)', async () => {
+    const owner = await limited.addPerson();
+    // The review's attack: eleven wrong passwords from one address...
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) statuses.push((await attempt(owner.email, 'wrong password', '127.0.0.3')).status);
+    expect(statuses).toEqual([401, 401, 401, 429, 429, 429, 429, 429, 429, 429, 429]);
+    // ...and from two more, which uses the account's ceiling of 5 failures.
+    for (const from of ['127.0.0.4', '127.0.0.5']) await expectApiError(await attempt(owner.email, 'wrong password', from), 401, 'authentication_error', 'invalid_credentials');
+    // An attacking address that already failed is refused past the ceiling...
+    await expectApiError(await attempt(owner.email, 'wrong password', '127.0.0.4'), 429, 'rate_limit_error', 'rate_limited');
+    // ...while the owner, from an address with no failures, signs in with the right password.
+    const res = await attempt(owner.email, owner.password, '127.0.0.6');
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect((await res.json() as SessionBody).user.id).toBe(owner.userId);
+    await expectApiError(await attempt(owner.email, owner.password, '127.0.0.3'), 429, 'rate_limit_error', 'rate_limited');
+  });
+
   it('an address gets 429 after its failures across accounts', async () => {
-    // 3 failures were counted for this address by the previous test; 5 more reach 8.
-    for (let i = 0; i < 5; i++) await expectApiError(await attempt(`nobody-${i}@example.com`, 'wrong password'), 401, 'authentication_error', 'invalid_credentials');
-    const res = await attempt('someone-else@example.com', 'wrong password');
+    for (let i = 0; i < 8; i++) await expectApiError(await attempt(`nobody-${i}@example.com`, 'wrong password', '127.0.0.7'), 401, 'authentication_error', 'invalid_credentials');
+    const res = await attempt('someone-else@example.com', 'wrong password', '127.0.0.7');
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
     await expectApiError(res, 429, 'rate_limit_error', 'rate_limited');
   });

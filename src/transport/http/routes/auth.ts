@@ -30,7 +30,7 @@ export function authRoutes(s: Services): RouteDef[] {
       responses: [
         { status: 200, description: 'Signed in', schema: SessionSchema },
         { status: 401, description: 'invalid_credentials: unknown e-mail or wrong password (one error for both)', schema: ErrorSchema },
-        { status: 429, description: 'rate_limited: too many failed sign-ins for this account or address (see Retry-After)', schema: ErrorSchema },
+        { status: 429, description: 'rate_limited: too many failed sign-ins from this address, on this account or in all, or the account is past its ceiling and this address failed on it lately (see Retry-After)', schema: ErrorSchema },
         { status: 503, description: 'overloaded: too many sign-ins being checked at once (see Retry-After)', schema: ErrorSchema },
       ],
       async handle({ body, req }: { body: z.infer<typeof LoginSchema>; req: { remoteAddress: string } }) {
