@@ -35,7 +35,7 @@ export interface ChatInput {
  * Where a message comes from: the API (an API key or a person: the organization's own clients) or a
  * public key (a visitor of a published agent: the conversation is bound to a visitor token).
  */
-export type ChatChannel = 'api' | 'public';
+export type ChatChannel = 'api' | { publicKey: string };
 
 export interface ChatServiceOptions {
   store: Store;
@@ -148,8 +148,9 @@ export class ChatService {
    * one of another agent), `conversation_closed`, `turn_in_progress` (queue full), `unknown_provider`
    * (the agent's provider is not configured), or what the store throws when the message cannot be stored.
    *
-   * `via: 'public'` (a visitor of a published agent): a new conversation gets a visitor token (`vt_...`,
-   * stored as its SHA-256 hash in the conversation record, so still one write) that the `conversation`
+   * `via: {publicKey}` (a visitor of a published agent, through that key): a new conversation gets a visitor
+   * token (`vt_...`, stored as its SHA-256 hash in the conversation record with the key, so still one
+   * write; the token works through that key only: visitorTokenMatches) that the `conversation`
    * event carries as `visitor_token`; continuing a conversation needs its visitor token in `input`, and a
    * missing or wrong one, or a conversation that was not started publicly, is `not_found` (404: whether
    * the conversation exists is not told).
@@ -191,13 +192,13 @@ export class ChatService {
       // A new conversation's actor always takes its first turn: the commit of the conversation and its
       // first message leaves first, so it overlaps everything below and the model call.
       let tokenHash: string | null = null;
-      if (via === 'public') {
+      if (via !== 'api') {
         visitorToken = newOpaqueToken('vt');
         tokenHash = hashOpaqueToken(visitorToken);
       }
       conversation = {
         id: newId('conv'), org_id: orgId, agent_id: agent.id, status: 'active', metadata: input.metadata ?? {},
-        visitor_token_hash: tokenHash, created_at: now, updated_at: now,
+        visitor_token_hash: tokenHash, public_key: via === 'api' ? null : via.publicKey, created_at: now, updated_at: now,
       };
       message = visitorMessage(conversation.id);
       // Webhook events go in the same commit (the outbox); `events` is undefined (no cost) without an endpoint.
@@ -210,7 +211,7 @@ export class ChatService {
     } else {
       const existing = await store.conversations.get(orgId, input.conversation_id!);
       if (!existing || existing.agent_id !== agent.id) throw new AppError('not_found', 'No such conversation.');
-      if (via === 'public' && !visitorTokenMatches(existing, input.visitor_token)) throw new AppError('not_found', 'No such conversation.');
+      if (via !== 'api' && !visitorTokenMatches(existing, input.visitor_token, via.publicKey)) throw new AppError('not_found', 'No such conversation.');
       conversation = existing;
       const acquired = this.supervisor.acquire(conversation);
       actor = acquired instanceof Promise ? await acquired : acquired;
@@ -386,9 +387,14 @@ export class ChatService {
   }
 }
 
-/** True when `token` is the visitor token of `conversation` (SHA-256 compared in constant time). */
-export function visitorTokenMatches(conversation: ConversationRecord, token: string | undefined): boolean {
+/**
+ * True when `token` is the visitor token of `conversation` (SHA-256 compared in constant time) and the
+ * request came through `publicKey`, the key the conversation was started through: a visitor token ends
+ * with its agent's publication (an unpublish drops the key; a new publish makes another one).
+ */
+export function visitorTokenMatches(conversation: ConversationRecord, token: string | undefined, publicKey: string): boolean {
   if (conversation.visitor_token_hash === null || token === undefined || !isOpaqueToken(token, 'vt')) return false;
+  if (conversation.public_key == null || conversation.public_key !== publicKey) return false;
   return digestsEqual(hashOpaqueToken(token), conversation.visitor_token_hash);
 }
 

@@ -231,6 +231,12 @@ export interface ConversationsPort {
   start(conversation: ConversationRecord, firstMessage: MessageRecord, events?: OutboxEvent[]): Promise<void>;
   get(orgId: string, id: string): Promise<ConversationRecord | undefined>;
   /**
+   * The conversation whose visitor token hash is `visitorTokenHash` (SHA-256 hex), whatever its
+   * organization, or undefined: how a listen-only socket tells a visitor token of another conversation
+   * (404) from an unknown one (401). An indexed read.
+   */
+  findByVisitorTokenHash(visitorTokenHash: string): Promise<ConversationRecord | undefined>;
+  /**
    * The organization's conversations matching `filter`, newest first. The cursor must name a conversation
    * of the organization (the filter does not narrow that); otherwise AppError `validation_failed`.
    */

@@ -210,6 +210,13 @@ export interface ConversationRecord {
    * conversations started with an API key or a person's token. Never shown by the API.
    */
   visitor_token_hash: string | null;
+  /**
+   * The public key (`pk_...`) the conversation was started through: its visitor token works with this key
+   * only, so unpublishing the agent (the key is dropped) ends every visitor token of it for good, also
+   * after a new publish (a new key). Absent or null for conversations started with an API key or a
+   * person's token, and for public conversations of an agent unpublished before this was stored.
+   */
+  public_key?: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -55,7 +55,7 @@ function doc(id: string, kb: string, org = ORG_A, created_at = T0, title = `Titl
 }
 
 function conversation(id: string, org = ORG_A, agentId = 'agt_1', status: ConversationRecord['status'] = 'active'): ConversationRecord {
-  return { id, org_id: org, agent_id: agentId, status, metadata: { source: 'test' }, visitor_token_hash: null, created_at: T0, updated_at: T0 };
+  return { id, org_id: org, agent_id: agentId, status, metadata: { source: 'test' }, visitor_token_hash: null, public_key: null, created_at: T0, updated_at: T0 };
 }
 
 function message(id: string, conv: string, role: MessageRecord['role'], turn: string | null, content: string, extra: Partial<MessageRecord> = {}): MessageRecord {
@@ -906,6 +906,26 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.conversations.create({ ...conversation('conv_2'), visitor_token_hash: 'vth-2' });
         expect((await store.conversations.get(ORG_A, 'conv_1'))?.visitor_token_hash).toBe('vth-1');
         expect((await store.conversations.get(ORG_A, 'conv_2'))?.visitor_token_hash).toBe('vth-2');
+      });
+
+      it('keeps the public key a public conversation was started through; null when none (start and create alike)', async () => {
+        await store.conversations.start({ ...conversation('conv_1'), visitor_token_hash: 'vth-1', public_key: 'pk_one' }, message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'));
+        await store.conversations.create({ ...conversation('conv_2'), visitor_token_hash: 'vth-2', public_key: 'pk_two' });
+        const { public_key: _omitted, ...withoutKey } = conversation('conv_3');
+        await store.conversations.create(withoutKey);
+        expect((await store.conversations.get(ORG_A, 'conv_1'))?.public_key).toBe('pk_one');
+        expect((await store.conversations.get(ORG_A, 'conv_2'))?.public_key).toBe('pk_two');
+        expect((await store.conversations.get(ORG_A, 'conv_3'))?.public_key).toBeNull();
+        expect((await store.conversations.list(ORG_A, {}, { limit: 10 })).data.map((c) => [c.id, c.public_key])).toEqual([['conv_3', null], ['conv_2', 'pk_two'], ['conv_1', 'pk_one']]);
+      });
+
+      it('findByVisitorTokenHash finds a conversation by its visitor token hash in any organization; undefined otherwise', async () => {
+        await store.conversations.create({ ...conversation('conv_1'), visitor_token_hash: 'vth-a', public_key: 'pk_one' });
+        await store.conversations.create({ ...conversation('conv_2', ORG_B), visitor_token_hash: 'vth-b', public_key: 'pk_two' });
+        await store.conversations.create(conversation('conv_3'));
+        expect((await store.conversations.findByVisitorTokenHash('vth-a'))?.id).toBe('conv_1');
+        expect(await store.conversations.findByVisitorTokenHash('vth-b')).toMatchObject({ id: 'conv_2', org_id: ORG_B, public_key: 'pk_two' });
+        expect(await store.conversations.findByVisitorTokenHash('vth-missing')).toBeUndefined();
       });
 
       it('orgOf names the organization of any conversation, undefined for an unknown one', async () => {

@@ -99,7 +99,7 @@ describe('sqlite: migrations', () => {
     v1.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(s.db.pragma('foreign_key_check')).toEqual([]);
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
@@ -144,7 +144,7 @@ describe('sqlite: migrations', () => {
     v2.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(await s.apiKeys.findByHash('h1')).toEqual({ id: 'key_1', org_id: 'org_A', name: 'old', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
     expect(await s.memberships.organizationsOf('usr_1')).toEqual([]);
     expect(await s.signingKeys.active()).toBeUndefined();
@@ -159,7 +159,7 @@ describe('sqlite: migrations', () => {
     v3.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect((await s.agents.get('org_A', 'agt_1'))?.allowed_origins).toEqual(['*']);
     expect((await s.conversations.get('org_A', 'conv_1'))?.visitor_token_hash).toBeNull();
     expect(s.db.prepare(`SELECT name FROM pragma_table_info('socket_tickets') WHERE name = 'session_id'`).all()).toEqual([{ name: 'session_id' }]);
@@ -173,7 +173,7 @@ describe('sqlite: migrations', () => {
     v4.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'walrus', 5)).toEqual([
       expect.objectContaining({ chunk_id: 'chk_1', heading: '', page: null }),
     ]);
@@ -194,7 +194,7 @@ describe('sqlite: migrations', () => {
     v8.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(s.db.prepare(`SELECT id, embedding, embedding_model FROM chunks`).all()).toEqual([{ id: 'chk_1', embedding: null, embedding_model: null }]);
     expect((await s.knowledge.search('org_A', ['kb_1'], 'narwhal', 5)).map((h) => h.chunk_id)).toEqual(['chk_1']);
     expect(await s.knowledge.vectorSearch('org_A', ['kb_1'], 'm', new Float32Array([1, 0]), 5)).toEqual([]);
@@ -208,11 +208,30 @@ describe('sqlite: migrations', () => {
     expect((await s.knowledge.vectorSearch('org_A', ['kb_1'], 'm', new Float32Array([1, -6]), 5)).map((h) => [h.title, h.score])).toEqual([['New', 1]]);
   });
 
+  it('migrates a version-9 directory: public conversations take their agent\'s current public key (none for an unpublished agent)', async () => {
+    const dir = tempDir();
+    const v9 = atVersion(dir, 9);
+    const insertAgent = v9.prepare(`INSERT INTO agents (id, org_id, name, description, instructions, model_provider, model_name, knowledge_base_ids, tools, safety, published, public_key, created_at, updated_at)
+      VALUES (?, 'org_A', 'Old', '', '', 'builtin', 'builtin', '[]', '[]', '{"blocked_phrases":[],"redact_pii":true,"blocked_message":"No."}', ?, ?, ?, ?)`);
+    insertAgent.run('agt_live', 1, 'pk_live', T0, T0);
+    insertAgent.run('agt_gone', 0, null, T0, T0);
+    const insertConversation = v9.prepare(`INSERT INTO conversations (id, org_id, agent_id, status, metadata, visitor_token_hash, created_at, updated_at) VALUES (?, 'org_A', ?, 'active', '{}', ?, ?, ?)`);
+    insertConversation.run('conv_public', 'agt_live', 'vth-1', T0, T0);
+    insertConversation.run('conv_api', 'agt_live', null, T0, T0);
+    insertConversation.run('conv_unpublished', 'agt_gone', 'vth-2', T0, T0);
+    v9.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    const keys = await Promise.all(['conv_public', 'conv_api', 'conv_unpublished'].map(async (id) => (await s.conversations.get('org_A', id))?.public_key));
+    expect(keys).toEqual(['pk_live', null, null]);
+  });
+
   it('opens an up-to-date directory again without migrating', () => {
     const dir = tempDir();
     store(dir).db.close();
     const again = store(dir);
-    expect(again.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 });

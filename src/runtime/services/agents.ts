@@ -110,7 +110,9 @@ export class AgentService {
   /**
    * Unpublishes the agent: its public key stops working at once on this instance (public requests get
    * 404, its open public sockets are closed with 4404) and within the agent cache's lifetime (2 s) on
-   * others sharing the store. A later publish issues a new key. Returns the agent. Throws AppError `not_found`.
+   * others sharing the store. A later publish issues a new key; the visitor tokens of the conversations
+   * started through the old key stay dead (a visitor token works only through the key its conversation
+   * was started through: chat-service.ts visitorTokenMatches). Returns the agent. Throws AppError `not_found`.
    */
   async unpublish(orgId: string, agentId: string): Promise<AgentRecord> {
     const before = await this.get(orgId, agentId);

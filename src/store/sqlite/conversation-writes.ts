@@ -15,7 +15,7 @@ const cache = new WeakMap<Database.Database, Statements>();
 function prepare(db: Database.Database) {
   return {
     insertConversation: db.prepare(
-      'INSERT INTO conversations (id, org_id, agent_id, status, metadata, visitor_token_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      'INSERT INTO conversations (id, org_id, agent_id, status, metadata, visitor_token_hash, public_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     detachFromTurn: db.prepare("UPDATE messages SET turn_id = NULL WHERE id = ? AND role = 'visitor'"),
     setStatus: db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?'),
     touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
@@ -34,6 +34,10 @@ function statements(db: Database.Database): Statements {
     cache.set(db, s);
   }
   return s;
+}
+
+function insertConversation(db: Database.Database, c: ConversationRecord): void {
+  statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.public_key ?? null, c.created_at, c.updated_at);
 }
 
 function insertMessage(db: Database.Database, rec: MessageRecord): void {
@@ -67,12 +71,11 @@ export const CONVERSATION_WRITES = {
   ...KNOWLEDGE_WRITES,
   /** Inserts a conversation. */
   createConversation(db: Database.Database, c: ConversationRecord): void {
-    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
+    insertConversation(db, c);
   },
   /** Inserts a conversation and its first message (one write: both or neither). */
   startConversation(db: Database.Database, args: { conversation: ConversationRecord; message: MessageRecord; events?: OutboxEvent[] | undefined }): void {
-    const c = args.conversation;
-    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
+    insertConversation(db, args.conversation);
     insertMessage(db, args.message);
     writeOutbox(db, args.events);
   },

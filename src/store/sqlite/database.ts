@@ -186,6 +186,17 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE chunks ADD COLUMN embedding_model TEXT;
   ALTER TABLE chunks ADD COLUMN embedding BLOB;
   `,
+  // 10: the public key a public conversation was started through; its visitor token works with that key
+  // only, so an unpublish (which drops the key) ends the visitor tokens of the agent for good, also after a
+  // new publish. Conversations stored before get their agent's current key (NULL when it is not
+  // published: those tokens end now). Visitor token hashes get an index: a listen-only socket looks a
+  // token up to tell a token of another conversation (4404) from an unknown one (4401).
+  `
+  ALTER TABLE conversations ADD COLUMN public_key TEXT;
+  CREATE INDEX conversations_visitor_token ON conversations(visitor_token_hash) WHERE visitor_token_hash IS NOT NULL;
+  UPDATE conversations SET public_key = (SELECT a.public_key FROM agents a WHERE a.id = conversations.agent_id)
+    WHERE visitor_token_hash IS NOT NULL;
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

@@ -263,7 +263,7 @@ export class ListenSession extends BaseSession {
     let orgId: string;
     try {
       this.s.public.limit(this.port.remoteAddress, visitorToken);
-      orgId = (await this.s.public.conversation(this.publicKey, this.conversationId, visitorToken)).agent.org_id;
+      orgId = (await this.s.public.listenedConversation(this.publicKey, this.conversationId, visitorToken)).agent.org_id;
     } catch (err) {
       const c = closeFor(err);
       if (c.code === CLOSE.tooSlow) this.port.send(errorFrame(err));

@@ -50,7 +50,7 @@ export function agentRoutes(s: Services): RouteDef[] {
     },
     {
       method: 'POST', path: '/v1/agents/{agent_id}/unpublish', tag: 'Agents', access: ACCESS.manage, query: EmptyQuery,
-      summary: 'Unpublish an agent: its public key stops working at once and its public sockets close (4404)',
+      summary: 'Unpublish: the public key stops working at once (its sockets close with 4404), and so do, for good, the visitor tokens of the conversations started through it',
       responses: [{ status: 200, description: 'The agent, unpublished', schema: AgentSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
         return { kind: 'json', status: 200, body: agentView(await s.agents.unpublish(principal.orgId, params.agent_id!)) };
