@@ -157,7 +157,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     public: new PublicService(store, agentDirectory, chat, config.publicLimits),
     knowledgeBases: new KnowledgeBaseService(store, knowledge, search),
     conversations: new ConversationService(store),
-    health: new HealthService(store, () => chat.isDraining),
+    health: new HealthService(store, () => chat.isDraining, config.metricsToken),
     webhooks: new WebhookService(store, dispatcher, outbox, config.webhooks.allowPrivate),
     usage: new UsageService(store),
     metricsText: () => metrics.text(),

@@ -72,6 +72,8 @@ const EnvSchema = z.object({
   PARLEY_WEBHOOK_MAX_IN_FLIGHT: int(4, 1, 256),
   PARLEY_WEBHOOK_DISABLE_AFTER_MS: int(5 * 86_400_000, 1),
   PARLEY_WEBHOOK_SWEEP_MS: int(30_000, 10, 86_400_000),
+  PARLEY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').max(1024)
+    .regex(/^[A-Za-z0-9\-._~+/]+=*$/, 'must be a bearer token: letters, digits and - . _ ~ + / (RFC 6750 b64token)').optional(),
 });
 
 /**
@@ -195,6 +197,8 @@ export interface Config {
    * `rate_limited` (an `error` frame on a socket).
    */
   publicLimits: { perAddressPerMinute: number; perVisitorPerMinute: number };
+  /** When set, `GET /metrics` requires `Authorization: Bearer <metricsToken>` (API.md "Operations"). */
+  metricsToken: string | undefined;
   /**
    * WebSockets: a socket with more than `maxBufferedBytes` unsent is closed with 1013 (bytes); one silent
    * for `idleTimeoutS` is closed (uWS pings before that; s); the listen-only socket's `auth` frame must
@@ -279,6 +283,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       loginWindowMs: LOGIN_WINDOW_MS,
     },
     publicLimits: { perAddressPerMinute: e.PARLEY_PUBLIC_REQUESTS_PER_MINUTE, perVisitorPerMinute: e.PARLEY_PUBLIC_VISITOR_REQUESTS_PER_MINUTE },
+    metricsToken: e.PARLEY_METRICS_TOKEN,
     ws: { maxBufferedBytes: e.PARLEY_WS_MAX_BUFFERED_BYTES, idleTimeoutS: e.PARLEY_WS_IDLE_TIMEOUT_S, authTimeoutMs: e.PARLEY_WS_AUTH_TIMEOUT_MS },
     tools: {
       allowPrivate: e.PARLEY_TOOLS_ALLOW_PRIVATE,

@@ -1,11 +1,26 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { AppError } from '../../errors/app-error.js';
 import type { Store } from '../../store/ports.js';
 
 /** Readiness of this instance: `ready`, `draining` (SIGTERM received), or `store_unreachable`. */
 export type Readiness = { status: 'ready'; store: string } | { status: 'draining' } | { status: 'store_unreachable' };
 
-/** Liveness and readiness (API.md "Operations": /healthz, /readyz). */
+/** Headers of a 401 from /metrics (RFC 6750 section 3: the scheme the client must use). */
+const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="metrics"' };
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+
+/** Liveness, readiness and who may read the metrics (API.md "Operations": /healthz, /readyz, /metrics). */
 export class HealthService {
-  constructor(private readonly store: Store, private readonly isDraining: () => boolean) {}
+  /** SHA-256 of PARLEY_METRICS_TOKEN, or undefined when /metrics is open. */
+  private readonly metricsTokenDigest: Buffer | undefined;
+
+  /**
+   * `metricsToken`: PARLEY_METRICS_TOKEN; when set, /metrics requires `Authorization: Bearer <token>`.
+   */
+  constructor(private readonly store: Store, private readonly isDraining: () => boolean, metricsToken?: string) {
+    this.metricsTokenDigest = metricsToken === undefined ? undefined : sha256(metricsToken);
+  }
 
   /** `ready` when the store answers and the server is not draining. Never throws. */
   async readiness(): Promise<Readiness> {
@@ -16,5 +31,24 @@ export class HealthService {
       return { status: 'store_unreachable' };
     }
     return { status: 'ready', store: this.store.kind };
+  }
+
+  /**
+   * Lets a request read /metrics: always when no metrics token is configured; otherwise only with
+   * `authorization` = `Bearer <token>` (scheme case-insensitive, RFC 9110 section 11.1). The token is
+   * compared in constant time: the SHA-256 digests of both (equal lengths, whatever was sent) with
+   * crypto.timingSafeEqual. Throws AppError 401 `missing_credentials` (no Authorization header) or
+   * `invalid_token` (another credential), with `WWW-Authenticate: Bearer`.
+   */
+  checkMetricsAccess(authorization: string | undefined): void {
+    if (this.metricsTokenDigest === undefined) return;
+    if (authorization === undefined || authorization === '') {
+      throw new AppError('missing_credentials', 'The metrics need "Authorization: Bearer <PARLEY_METRICS_TOKEN>".', { headers: CHALLENGE });
+    }
+    const match = /^bearer +(\S+) *$/i.exec(authorization);
+    const sent = sha256(match?.[1] ?? '');
+    if (match === null || !timingSafeEqual(sent, this.metricsTokenDigest)) {
+      throw new AppError('invalid_token', 'The metrics token is not valid.', { headers: CHALLENGE });
+    }
   }
 }
