@@ -29,6 +29,12 @@ export interface ChatInput {
   metadata?: Record<string, unknown> | undefined;
   /** Public chat only: the visitor token of `conversation_id` (API.md "Chat": required with it). */
   visitor_token?: string | undefined;
+  /**
+   * The client's stop before it knows the turn (a socket's `cancel` frame sent right after its `message`
+   * frame, while the turn is still being set up): aborting it cancels the turn as soon as the turn exists,
+   * exactly as a cancel of the turn would (it ends with `done` / `cancelled`).
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -229,6 +235,7 @@ export class ChatService {
       newConversation: isNew, channel: this.turns.channelFor(turnId, conversation.id, orgId),
       releaseSetup: release,
     });
+    if (input.signal !== undefined) cancelOnAbort(turn, input.signal);
     const request = { type: 'turn.requested', turn } as const;
     if (actor === undefined) {
       // A new conversation's actor always takes its first turn, and no other request can name the
@@ -385,6 +392,15 @@ export class ChatService {
   get isDraining(): boolean {
     return this.draining;
   }
+}
+
+/**
+ * Cancels `turn` (as a client's cancel: it ends `cancelled`) when `signal` aborts, at once if it already
+ * has. A queued or not yet started turn stops before it calls the model.
+ */
+function cancelOnAbort(turn: Turn, signal: AbortSignal): void {
+  if (signal.aborted) turn.cancel('client');
+  else signal.addEventListener('abort', () => turn.cancel('client'), { once: true });
 }
 
 /**
