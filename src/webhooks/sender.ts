@@ -67,7 +67,9 @@ export class WebhookSender {
       const retryAfter = headerValue(res.headers['retry-after']);
       let error: string | null = null;
       if (status >= 300 && status < 400) {
-        error = `redirect not followed: HTTP ${status}${res.headers.location === undefined ? '' : ` to ${headerValue(res.headers.location)}`}`;
+        const location = headerValue(res.headers.location);
+        // The receiver's Location is shown as it is, up to 500 characters (delivery lists show the error).
+        error = `redirect not followed: HTTP ${status}${location === undefined ? '' : ` to ${location.length > 500 ? `${location.slice(0, 500)}…` : location}`}`;
       } else if (status < 200 || status >= 300) {
         error = `HTTP ${status}`;
       }

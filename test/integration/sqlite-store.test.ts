@@ -227,6 +227,26 @@ describe('sqlite: migrations', () => {
     expect(keys).toEqual(['pk_live', null, null]);
   });
 
+  it('migrates a version-10 directory: metadata past Stripe\'s rules keeps the 50 first fitting entries in key order, as text; metadata that fits is untouched', async () => {
+    const dir = tempDir();
+    const v10 = atVersion(dir, 10);
+    const huge: Record<string, string> = {};
+    for (let i = 0; i < 90_000; i++) huge[`k${String(i).padStart(5, '0')}`] = 'v';
+    const insert = v10.prepare(`INSERT INTO conversations (id, org_id, agent_id, status, metadata, created_at, updated_at) VALUES (?, 'org_A', 'agt_1', 'active', ?, ?, ?)`);
+    insert.run('conv_huge', JSON.stringify(huge), T0, T0);
+    insert.run('conv_mixed', JSON.stringify({ n: 12, yes: true, no: false, gone: null, obj: { a: 1 }, long: 'x'.repeat(501), ['k'.repeat(41)]: 'v', ok: 'fine', '': 'empty' }), T0, T0);
+    insert.run('conv_fits', '{"name":"Ada","email":"ada@example.com"}', T0, T0);
+    v10.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    const expected: Record<string, string> = {};
+    for (let i = 0; i < 50; i++) expected[`k${String(i).padStart(5, '0')}`] = 'v';
+    expect((await s.conversations.get('org_A', 'conv_huge'))?.metadata).toEqual(expected);
+    expect((await s.conversations.get('org_A', 'conv_mixed'))?.metadata).toEqual({ n: '12', yes: 'true', no: 'false', obj: '{"a":1}', ok: 'fine' });
+    expect(s.db.prepare(`SELECT metadata FROM conversations WHERE id = 'conv_fits'`).get()).toEqual({ metadata: '{"name":"Ada","email":"ada@example.com"}' });
+  });
+
   it('opens an up-to-date directory again without migrating', () => {
     const dir = tempDir();
     store(dir).db.close();

@@ -404,6 +404,21 @@ describe('SSRF: private networks not allowed', () => {
     expect(rx.got.length).toBe(before);
   });
 
+  it('a redirect\'s Location is recorded up to 500 characters (delivery lists show the error)', async () => {
+    const { createServer } = await import('node:http');
+    const location = `https://elsewhere.example/${'p'.repeat(3000)}`;
+    const redirecting = createServer((_req, res) => { res.writeHead(302, { location }); res.end(); });
+    await new Promise<void>((r) => redirecting.listen(0, '127.0.0.1', r));
+    const sender = new WebhookSender({ allowPrivate: true, timeoutMs: 2000 });
+    try {
+      const r = await sender.send(`http://127.0.0.1:${(redirecting.address() as { port: number }).port}/x`, { 'content-type': 'application/json' }, '{}');
+      expect(r.error).toBe(`redirect not followed: HTTP 302 to ${location.slice(0, 500)}…`);
+    } finally {
+      await sender.close();
+      await new Promise((r) => redirecting.close(r));
+    }
+  });
+
   it('a connection that fails records its error code, not the address connected to', async () => {
     const sender = new WebhookSender({ allowPrivate: true, timeoutMs: 2000 });
     try {

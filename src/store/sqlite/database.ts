@@ -197,6 +197,23 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE conversations SET public_key = (SELECT a.public_key FROM agents a WHERE a.id = conversations.agent_id)
     WHERE visitor_token_hash IS NOT NULL;
   `,
+  // 11: conversation metadata follows Stripe's rules from now on (src/vocabulary/metadata.ts: at most 50
+  // keys of 1-40 characters, string values of at most 500). Metadata stored before that breaks them (the
+  // public chat took 90,000 keys) keeps what fits: its entries in key order, scalars as text (true,
+  // false, numbers; objects and arrays as their JSON), nulls and entries past the limits dropped, at most
+  // 50. Metadata that already fits is not touched.
+  `
+  UPDATE conversations SET metadata = (
+    SELECT json_group_object(key, text) FROM (
+      SELECT key, text FROM (
+        SELECT key, CASE type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'text' THEN value ELSE CAST(value AS TEXT) END AS text
+          FROM json_each(CASE WHEN json_valid(conversations.metadata) AND json_type(conversations.metadata) = 'object' THEN conversations.metadata ELSE '{}' END)
+         WHERE type <> 'null' AND length(key) BETWEEN 1 AND 40)
+       WHERE length(text) <= 500 ORDER BY key LIMIT 50))
+  WHERE NOT json_valid(metadata) OR json_type(metadata) <> 'object'
+     OR (SELECT count(*) FROM json_each(metadata)) > 50
+     OR EXISTS (SELECT 1 FROM json_each(metadata) WHERE type <> 'text' OR length(key) NOT BETWEEN 1 AND 40 OR length(value) > 500);
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

@@ -8,6 +8,7 @@ import { AgentToolSchema, BUILTIN_TOOL_NAMES, ModelChoiceSchema, SafetySettingsS
 import { ConversationStatusSchema } from '../../vocabulary/conversation.js';
 import { DocumentStatusSchema, TEXT_CONTENT_TYPES } from '../../vocabulary/document.js';
 import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message.js';
+import { MetadataSchema } from '../../vocabulary/metadata.js';
 import { RoleSchema } from '../../vocabulary/role.js';
 import { StreamEventSchema } from '../../vocabulary/stream-event.js';
 import { CitationSchema, FinishReasonSchema, ToolRunSchema, TurnErrorSchema, UsageSchema } from '../../vocabulary/turn.js';
@@ -80,6 +81,16 @@ export const AgentSchema = z.object({
   allowed_origins: z.array(z.string()), created_at: time, updated_at: time,
 }).meta({ id: 'Agent' });
 
+/**
+ * An agent as lists show it (API.md "Agents": `GET /v1/agents`): every field of bounded size, without
+ * the instructions, tools and safety settings (`GET /v1/agents/{agent_id}` has them), so a page of 100
+ * agents stays small whatever their tools hold.
+ */
+export const AgentSummarySchema = z.object({
+  id: z.string(), name: z.string(), description: z.string(), published: z.boolean(), public_key: z.string().nullable(),
+  model: ModelChoiceSchema, knowledge_base_ids: z.array(z.string()), allowed_origins: z.array(z.string()), created_at: time, updated_at: time,
+}).meta({ id: 'AgentSummary' });
+
 export const PublishedSchema = z.object({ public_key: z.string().describe('pk_...: grants chat with this agent only') }).meta({ id: 'Published' });
 
 export const KnowledgeBaseCreateSchema = z.object({ name: z.string().trim().min(1).max(200) }).strict().meta({ id: 'KnowledgeBaseCreate' });
@@ -118,7 +129,7 @@ export const ChatRequestSchema = z.object({
   message: z.string().min(1).max(32_000),
   stream: z.boolean().default(false),
   conversation_id: id('conv').optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: MetadataSchema.optional(),
 }).strict().meta({ id: 'ChatRequest' });
 
 /** The public chat request (API.md "Chat"): the chat request, plus the visitor token that continues a conversation. */
@@ -144,7 +155,7 @@ export const TurnCancelSchema = z.object({
 }).meta({ id: 'TurnCancel' });
 
 export const ConversationSchema = z.object({
-  id: z.string(), agent_id: z.string(), status: ConversationStatusSchema, metadata: z.record(z.string(), z.unknown()),
+  id: z.string(), agent_id: z.string(), status: ConversationStatusSchema, metadata: MetadataSchema,
   created_at: time, updated_at: time,
 }).meta({ id: 'Conversation' });
 

@@ -16,6 +16,14 @@ export function agentView(a: AgentRecord) {
   };
 }
 
+/** An agent in a list (API.md "Agents"): the bounded fields only, no instructions, tools or safety settings. */
+export function agentSummaryView(a: AgentRecord) {
+  return {
+    id: a.id, name: a.name, description: a.description, published: a.published, public_key: a.public_key, model: a.model,
+    knowledge_base_ids: a.knowledge_base_ids, allowed_origins: a.allowed_origins, created_at: a.created_at, updated_at: a.updated_at,
+  };
+}
+
 export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
   return { id: kb.id, name: kb.name, created_at: kb.created_at };
 }

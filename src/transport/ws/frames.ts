@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { MessageRoleSchema } from '../../vocabulary/message.js';
+import { MetadataSchema } from '../../vocabulary/metadata.js';
 import { ConversationStatusSchema } from '../../vocabulary/conversation.js';
 import { StreamEventSchema } from '../../vocabulary/stream-event.js';
 import { TurnErrorSchema } from '../../vocabulary/turn.js';
@@ -22,7 +23,7 @@ export const MessageFrame = z.object({
   message: z.string().min(1).max(32_000),
   conversation_id: convId.optional(),
   visitor_token: visitorToken.optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: MetadataSchema.optional(),
 }).strict();
 
 /** `{"type":"cancel","turn_id"?}`: stop the socket's current turn (or the named one): `done` / `cancelled`. */

@@ -1,18 +1,18 @@
 import type { z } from 'zod';
-import { AgentCreateSchema, AgentPatchSchema, AgentSchema, EmptyQuery, ErrorSchema, listOf, PageQuery, PublishedSchema } from '../schemas.js';
+import { AgentCreateSchema, AgentPatchSchema, AgentSchema, AgentSummarySchema, EmptyQuery, ErrorSchema, listOf, PageQuery, PublishedSchema } from '../schemas.js';
 import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
-import { agentView, pageView } from '../views.js';
+import { agentSummaryView, agentView, pageView } from '../views.js';
 
 /** `/v1/agents` routes (API.md "Agents"). */
 export function agentRoutes(s: Services): RouteDef[] {
   return [
     {
-      method: 'GET', path: '/v1/agents', tag: 'Agents', summary: 'List agents', access: ACCESS.member, query: PageQuery,
-      responses: [{ status: 200, description: 'Agents, newest first', schema: listOf(AgentSchema, 'AgentList') }],
+      method: 'GET', path: '/v1/agents', tag: 'Agents', summary: 'List agents (summaries: GET /v1/agents/{agent_id} has the instructions, tools and safety settings)', access: ACCESS.member, query: PageQuery,
+      responses: [{ status: 200, description: 'Agents, newest first', schema: listOf(AgentSummarySchema, 'AgentList') }],
       async handle({ principal, query }) {
-        return { kind: 'json', status: 200, body: pageView(await s.agents.list(principal.orgId, query), agentView) };
+        return { kind: 'json', status: 200, body: pageView(await s.agents.list(principal.orgId, query), agentSummaryView) };
       },
     },
     {
