@@ -3,7 +3,7 @@ import { randomFillSync } from 'node:crypto';
 /** Identifier prefixes of API.md "Conventions", and `rtf` (refresh-token families, never shown by the API). */
 export type IdPrefix =
   | 'org' | 'usr' | 'agt' | 'conv' | 'msg' | 'turn' | 'kb' | 'doc' | 'chk'
-  | 'key' | 'whe' | 'evt' | 'dlv' | 'req' | 'rtf' | 'trun';
+  | 'key' | 'whe' | 'evt' | 'dlv' | 'req' | 'rtf' | 'trun' | 'inv';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'; // Crockford base32, sorts like the numbers it encodes
 

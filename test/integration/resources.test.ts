@@ -308,6 +308,8 @@ describe('OpenAPI document', () => {
     '/healthz', '/readyz', '/metrics', '/v1/openapi.json',
     '/v1/auth/login', '/v1/auth/refresh', '/v1/auth/logout', '/v1/auth/ws-ticket',
     '/v1/api-keys', '/v1/api-keys/{key_id}', '/v1/api-keys/{key_id}/rotate',
+    '/v1/members', '/v1/me', '/v1/me/invitations/{invitation_id}/accept', '/v1/me/invitations/{invitation_id}/decline',
+    '/v1/me/organizations/{org_id}',
     '/v1/agents', '/v1/agents/{agent_id}', '/v1/agents/{agent_id}/publish', '/v1/agents/{agent_id}/unpublish',
     '/v1/agents/{agent_id}/chat', '/v1/agents/{agent_id}/chat/ws',
     '/v1/public/agents/{public_key}/chat', '/v1/public/agents/{public_key}/ws',

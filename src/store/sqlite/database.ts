@@ -214,6 +214,18 @@ export const MIGRATIONS: readonly string[] = [
      OR (SELECT count(*) FROM json_each(metadata)) > 50
      OR EXISTS (SELECT 1 FROM json_each(metadata) WHERE type <> 'text' OR length(key) NOT BETWEEN 1 AND 40 OR length(value) > 500);
   `,
+  // 12: membership by invitation (API.md "Auth endpoints"). An invitation names an e-mail (an account may
+  // come later) and a role; at most one is pending per organization and e-mail. Looked up by the
+  // invitee's e-mail; members looked up by e-mail when inviting (the `members` view joins users).
+  `
+  CREATE TABLE invitations (
+    id TEXT PRIMARY KEY, org_id TEXT NOT NULL REFERENCES organizations(id), email TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'operator')),
+    status TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'declined', 'replaced')),
+    invited_by TEXT, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, responded_at TEXT);
+  CREATE UNIQUE INDEX invitations_pending ON invitations(org_id, email) WHERE status = 'pending';
+  CREATE INDEX invitations_email ON invitations(email, created_at) WHERE status = 'pending';
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

@@ -8,6 +8,7 @@ import { openDatabase, type SqliteSync } from './database.js';
 import { createMainThreadWriter, createWorkerWriter, type WriterKind } from './writer.js';
 import { createKnowledge } from './knowledge.js';
 import { createMainThreadReader, createWorkerReader, type ReaderKind } from './reader.js';
+import { createInvitations } from './invitations.js';
 import { createMemberships } from './memberships.js';
 import { createOrganizations } from './organizations.js';
 import { createRefreshTokens } from './refresh-tokens.js';
@@ -60,6 +61,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     apiKeys: createApiKeys(db),
     users: createUsers(db),
     memberships: createMemberships(db),
+    invitations: createInvitations(db),
     refreshTokens: createRefreshTokens(db),
     signingKeys: createSigningKeys(db),
     socketTickets: createSocketTickets(db),

@@ -201,7 +201,27 @@ export const SessionSchema = z.object({
   organizations: z.array(UserOrganizationSchema),
 }).meta({ id: 'Session' });
 
-export const MeSchema = z.object({ user: UserSchema, organizations: z.array(UserOrganizationSchema) }).meta({ id: 'Me' });
+/** An invitation as its organization sees it (the answer of `POST /v1/members`, API.md "Auth endpoints"). */
+export const InvitationSchema = z.object({
+  id: z.string().describe('inv_...'), email: z.string(), role: RoleSchema,
+  status: z.enum(['pending', 'accepted', 'declined', 'replaced']).describe('pending until the invitee accepts or declines it, or a newer invitation replaces it'),
+  created_at: time, expires_at: time.describe('7 days after created_at: it can no longer be accepted after this'),
+}).meta({ id: 'Invitation' });
+
+/** A pending invitation as its invitee sees it (`GET /v1/me`): with the organization. */
+export const PendingInvitationSchema = InvitationSchema.extend({
+  organization: z.object({ id: z.string(), name: z.string() }),
+}).meta({ id: 'PendingInvitation' });
+
+export const InvitationAnswerSchema = z.object({
+  id: z.string(), status: z.enum(['accepted', 'declined']),
+  organization: UserOrganizationSchema.optional().describe('accepted: the organization the person now belongs to, with their role there'),
+}).meta({ id: 'InvitationAnswer' });
+
+export const MeSchema = z.object({
+  user: UserSchema, organizations: z.array(UserOrganizationSchema),
+  invitations: z.array(PendingInvitationSchema).describe('pending invitations to organizations, newest first (at most 50): accept or decline them'),
+}).meta({ id: 'Me' });
 
 export const SocketTicketSchema = z.object({
   ticket: z.string().describe('wst_..., single use'), expires_in: z.number().int().describe('seconds (60)'),

@@ -5,6 +5,7 @@ import { Logo } from './logo.js';
 import { AgentsPage } from './pages/agents.js';
 import { ApiKeysPage } from './pages/api-keys.js';
 import { InboxPage } from './pages/inbox.js';
+import { InvitationsNotice } from './pages/invitations.js';
 import { MembersPage } from './pages/members.js';
 import { OrganizationsPage } from './pages/organizations.js';
 import { PreviewPage } from './pages/preview.js';
@@ -128,6 +129,7 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
             {organizations.length > 1 && (
               <a href={pathOf('organizations')} class="link-quiet" onClick={linkTo('organizations')} aria-label="Switch organization">Switch</a>
             )}
+            <InvitationsNotice session={session} />
           </div>
           <div class="account">
             <span class="account-email" title={user.email}>{user.email}</span>
