@@ -94,8 +94,9 @@ export class LoginThrottle {
     const waitPair = this.pairs.take(pair);
     const waitAccount = this.accounts.take(account);
     const countedOnAccount = waitAccount === 0;
-    // The ceiling stops only addresses that failed on this account lately: a clean address gets through.
-    const waitCeiling = countedOnAccount || untilClean === 0 ? 0 : Math.min(waitAccount, untilClean);
+    // The ceiling stops only addresses that failed on this account lately (a clean address, untilClean 0,
+    // gets through), until the ceiling has a token again or the address is clean, whichever comes first.
+    const waitCeiling = Math.min(waitAccount, untilClean);
     if (waitAddress > 0 || waitPair > 0 || waitCeiling > 0) {
       if (waitAddress === 0) this.addresses.refund(address);
       if (waitPair === 0) this.pairs.refund(pair);

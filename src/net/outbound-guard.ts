@@ -39,10 +39,8 @@ function embeddedIPv4(addr: ipaddr.IPv6): ipaddr.IPv4[] | 'unknown' | null {
     case 'rfc6052': return addr.match(NAT64_WELL_KNOWN) ? [v4(p[6]!, p[7]!)] : 'unknown';
     case '6to4': return [v4(p[1]!, p[2]!)];
     case 'teredo': return [v4(p[2]!, p[3]!), v4(~p[6]! & 0xffff, ~p[7]! & 0xffff)];
-    default: break;
+    default: return (p[4]! & 0xfdff) === 0 && p[5] === 0x5efe ? [v4(p[6]!, p[7]!)] : null;
   }
-  if ((p[4]! & 0xfdff) === 0 && p[5] === 0x5efe) return [v4(p[6]!, p[7]!)];
-  return null;
 }
 
 /**

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkDestinationUrl, createGuardedAgent, isPublicAddress } from '../../src/net/outbound-guard.js';
+import { checkDestinationUrl, createGuardedAgent, DestinationRefused, destinationRefusedIn, isPublicAddress } from '../../src/net/outbound-guard.js';
 
 describe('isPublicAddress', () => {
   it.each([
@@ -24,8 +24,16 @@ describe('isPublicAddress', () => {
     ['2002:808:808::1', true], ['2002:a9fe:a9fe::1', false], ['2002:c0a8:101::1', false],
     // Teredo: server 65.54.227.120 and client 8.8.8.8 (stored inverted: f7f7:f7f7); a private server or client is refused:
     ['2001:0:4136:e378:8000:63bf:f7f7:f7f7', true], ['2001:0:4136:e378:8000:63bf:80ff:fffe', false], ['2001:0:a00:1:8000:63bf:f7f7:f7f7', false],
-    // ISATAP interface identifiers in a public prefix:
+    // ISATAP interface identifiers in a public prefix (another interface identifier is not ISATAP), and in a private one:
     ['2606:4700::5efe:7f00:1', false], ['2606:4700::200:5efe:a9fe:a9fe', false], ['2606:4700::5efe:808:808', true],
+    ['2606:4700::1:5efe:7f00:1', true], ['fd00::5efe:808:808', false],
+    // Only ::/96 is IPv4-compatible: a non-zero word in the first 96 bits makes an ordinary address.
+    ['2606::7f00:1', true], ['0:2606::7f00:1', true], ['0:0:2606::7f00:1', true], ['0:0:0:2606::7f00:1', true],
+    ['::2606:0:7f00:1', true], ['::2606:7f00:1', true],
+    // Teredo: the client is the inverted last 32 bits, all of them (client 192.0.0.1, reserved, is 3fff:fffe).
+    ['2001:0:4136:e378:8000:63bf:3fff:fffe', false],
+    // Brackets only as a pair.
+    ['[8.8.8.8', false], ['8.8.8.8]', false],
   ])('%s -> %s', (address, expected) => {
     expect(isPublicAddress(address)).toBe(expected);
   });
@@ -39,6 +47,23 @@ describe('checkDestinationUrl', () => {
   ])('refuses %s when private networks are not allowed', (url) => {
     expect(() => checkDestinationUrl(url, false, 'url')).toThrow(expect.objectContaining({ code: 'validation_failed' }));
     expect(checkDestinationUrl(url, true, 'url')).toBeInstanceOf(URL);
+  });
+
+  it('a refusal names the field: {path, message}', () => {
+    expect(() => checkDestinationUrl('not a url', true, 'tools[0].url')).toThrow(expect.objectContaining({ errors: [{ path: 'tools[0].url', message: 'invalid URL' }] }));
+    expect(() => checkDestinationUrl('http://[::127.0.0.1]/', false, 'url')).toThrow(expect.objectContaining({ errors: [{ path: 'url', message: 'points to a private, loopback or reserved address' }] }));
+    expect(() => checkDestinationUrl('http://localhost/', false, 'url')).toThrow(expect.objectContaining({ errors: [{ path: 'url', message: 'points to a private, loopback or reserved address' }] }));
+    expect(() => checkDestinationUrl('https://:pw@example.com/x', true, 'url')).toThrow(expect.objectContaining({ errors: [{ path: 'url', message: 'must not carry credentials' }] }));
+    expect(() => checkDestinationUrl('https://user@example.com/x', true, 'url')).toThrow(expect.objectContaining({ errors: [{ path: 'url', message: 'must not carry credentials' }] }));
+  });
+
+  it('the refusal of a destination says "destination refused: private address"; its detail, for the log, names the address', () => {
+    const refused = new DestinationRefused('vm', '127.0.0.1');
+    expect([refused.message, refused.name, refused.code]).toEqual(['destination refused: private address', 'DestinationRefused', 'DESTINATION_REFUSED']);
+    expect(refused.detail).toBe('vm resolves to 127.0.0.1, a private, loopback or reserved address');
+    expect(destinationRefusedIn(new Error('fetch failed', { cause: new Error('connect', { cause: refused }) }))).toBe(refused);
+    expect(destinationRefusedIn(new Error('fetch failed', { cause: new Error('ECONNREFUSED') }))).toBeUndefined();
+    expect(destinationRefusedIn('not an error')).toBeUndefined();
   });
 
   it('refuses other schemes and credentials in the URL, whatever the setting', () => {

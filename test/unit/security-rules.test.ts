@@ -3,7 +3,7 @@
  * (Stripe's rules), the bounds of a validation error, the metrics token check, and the data directory's
  * exposed paths. Literal expectations; no assertion inside an `if`.
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -40,12 +40,22 @@ describe('metadata (Stripe\'s rules)', () => {
   });
 
   it('refuses long or empty keys and values that are not strings of at most 500 characters', () => {
-    expect(issues({ ['k'.repeat(41)]: 'v' })).toEqual([['k'.repeat(41), 'Invalid key in record']]);
-    expect(issues({ '': 'v' })).toEqual([['', 'Invalid key in record']]);
+    const keyIssue = (v: unknown) => {
+      const r = MetadataSchema.safeParse(v);
+      return r.success ? 'ok' : r.error.issues.map((i) => [i.code, i.path.join('.'), i.code === 'invalid_key' ? i.issues.map((k) => k.message) : []]);
+    };
+    expect(keyIssue({ ['k'.repeat(41)]: 'v' })).toEqual([['invalid_key', 'k'.repeat(41), ['keys must have 1 to 40 characters']]]);
+    expect(keyIssue({ '': 'v' })).toEqual([['invalid_key', '', ['keys must have 1 to 40 characters']]]);
+    expect(keyIssue({ ['k'.repeat(40)]: 'v' })).toBe('ok');
     expect(issues({ a: 'x'.repeat(501) })).toEqual([['a', 'values must have at most 500 characters']]);
     expect(issues({ a: 1, b: null, c: { d: 'e' } })).toEqual([['a', 'values must be strings'], ['b', 'values must be strings'], ['c', 'values must be strings']]);
     expect(issues('text')).toEqual([['', 'Invalid input: expected record, received string']]);
     expect(issues(null)).toEqual([['', 'Invalid input: expected record, received null']]);
+  });
+
+  it('a string or an array is refused as not a record, whatever its length (no key counting of strings)', () => {
+    expect(issues('x'.repeat(60))).toEqual([['', 'Invalid input: expected record, received string']]);
+    expect(issues(Array.from({ length: 60 }, () => 'a'))).toEqual([['', 'Invalid input: expected record, received array']]);
   });
 
   it('describes itself in JSON Schema with the same limits', () => {
@@ -54,6 +64,7 @@ describe('metadata (Stripe\'s rules)', () => {
       type: 'object', maxProperties: 50, propertyNames: { type: 'string', minLength: 1, maxLength: 40 },
       additionalProperties: { type: 'string', maxLength: 500 },
     });
+    expect((schema.$defs.Metadata as { description: string }).description).toContain('at most 50 keys');
   });
 });
 
@@ -74,6 +85,18 @@ describe('validation errors are bounded', () => {
     expect(e.message).toContain('and 5 more problems');
   });
 
+  it('returns the parsed value when it is valid', () => {
+    expect(validate(Body, { name: 'x' }, 'body')).toEqual({ name: 'x' });
+  });
+
+  it('names nested paths with dots, a record key by its own rule, and joins problems in the message', () => {
+    const Nested = z.object({ model: z.object({ name: z.string() }).strict(), meta: z.record(z.string().max(3, 'keys up to 3'), z.string()) }).strict();
+    let error: { message: string; errors: Array<{ path: string; message: string }> } | undefined;
+    try { validate(Nested, { model: { name: 'a', temprature: 1 }, meta: { long: 'v' } }, 'body'); } catch (err) { error = err as typeof error; }
+    expect(error!.errors).toEqual([{ path: 'model.temprature', message: 'unknown field' }, { path: 'meta.long', message: 'keys up to 3' }]);
+    expect(error!.message).toBe('The request body is invalid: model.temprature: unknown field; meta.long: keys up to 3.');
+  });
+
   it('exactly 20 problems are all listed, with no count', () => {
     const list = (errorsOf({ name: 'x', ...entries(20, (i) => `extra${i}`) }) as unknown as { errors: unknown[] }).errors;
     expect(list).toHaveLength(20);
@@ -91,8 +114,6 @@ describe('validation errors are bounded', () => {
 
 describe('the metrics token', () => {
   const store = {} as Store;
-  const open = new HealthService(store, () => false);
-  const guarded = new HealthService(store, () => false, 'metrics-0123456789abcdef');
   const outcome = (h: HealthService, authorization: string | undefined) => {
     try { h.checkMetricsAccess(authorization); return 'allowed'; } catch (err) {
       const e = err as { code: string; status: number; headers?: Record<string, string> };
@@ -101,11 +122,19 @@ describe('the metrics token', () => {
   };
 
   it('without a token configured, anything goes', () => {
+    const open = new HealthService(store, () => false);
     expect(outcome(open, undefined)).toBe('allowed');
     expect(outcome(open, 'Bearer whatever')).toBe('allowed');
   });
 
+  it('refusals say what to send', () => {
+    const guarded = new HealthService(store, () => false, 'metrics-0123456789abcdef');
+    expect(() => guarded.checkMetricsAccess(undefined)).toThrow('The metrics need "Authorization: Bearer <PARLEY_METRICS_TOKEN>".');
+    expect(() => guarded.checkMetricsAccess('Bearer nope-nope-nope-nope')).toThrow('The metrics token is not valid.');
+  });
+
   it('with one: only "Bearer <token>" (the scheme in any case, spaces around allowed)', () => {
+    const guarded = new HealthService(store, () => false, 'metrics-0123456789abcdef');
     expect(outcome(guarded, 'Bearer metrics-0123456789abcdef')).toBe('allowed');
     expect(outcome(guarded, 'BEARER metrics-0123456789abcdef')).toBe('allowed');
     expect(outcome(guarded, 'Bearer  metrics-0123456789abcdef ')).toBe('allowed');
@@ -121,26 +150,26 @@ describe('the data directory\'s modes', () => {
   const root = mkdtempSync(join(tmpdir(), 'parley-modes-unit-'));
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
+  // The process umask can only take bits away, and 0700/0600 have none for the group or others: the
+  // integration test (data-dir-modes.test.ts) runs a server under umask 022.
   it('creates the directory 0700 and a file 0600, leaving an existing one as it is', () => {
-    const previous = process.umask(0o022);
-    try {
-      const dir = join(root, 'a', 'b');
-      ensureDataDir(dir);
-      ensurePrivateFile(join(dir, 'db'));
-      expect(exposedPaths(dir)).toEqual([]);
-      writeFileSync(join(dir, 'db'), 'kept');
-      chmodSync(join(dir, 'db'), 0o640);
-      ensurePrivateFile(join(dir, 'db'));
-      expect(exposedPaths(dir)).toEqual([{ path: join(dir, 'db'), mode: 0o640 }]);
-    } finally {
-      process.umask(previous);
-    }
+    const dir = join(root, 'a', 'b');
+    ensureDataDir(dir);
+    ensurePrivateFile(join(dir, 'db'));
+    expect([statSync(dir).mode & 0o777, statSync(join(root, 'a')).mode & 0o777, statSync(join(dir, 'db')).mode & 0o777]).toEqual([0o700, 0o700, 0o600]);
+    expect(exposedPaths(dir)).toEqual([]);
+    expect(exposedPaths(join(root, 'a'))).toEqual([]);
+    writeFileSync(join(dir, 'db'), 'kept');
+    chmodSync(join(dir, 'db'), 0o640);
+    ensurePrivateFile(join(dir, 'db'));
+    expect(exposedPaths(dir)).toEqual([{ path: join(dir, 'db'), mode: 0o640 }]);
   });
 
   it('lists the directory and each entry that gives the group or others any access, directory first, by name', () => {
     const dir = join(root, 'exposed');
     mkdirSync(dir, { mode: 0o700 });
-    for (const [name, mode] of [['z', 0o604], ['a', 0o600], ['m', 0o660], ['b', 0o601]] as const) {
+    // Made in an order that is not sorted either way (the file system may list them as made, or reversed).
+    for (const [name, mode] of [['m', 0o660], ['b', 0o601], ['z', 0o604], ['a', 0o600]] as const) {
       writeFileSync(join(dir, name), '');
       chmodSync(join(dir, name), mode);
     }

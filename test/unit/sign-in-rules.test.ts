@@ -132,6 +132,81 @@ describe('login throttle', () => {
     expect(t.take('ada@example.com', '10.0.0.5')).toMatchObject({ address: '10.0.0.5' });
   });
 
+  it('a refused attempt takes nothing: the address, the pair and the account get back what they gave', () => {
+    const c = clock();
+    // Refused by the pair: the address keeps its token.
+    const t = new LoginThrottle({ perAccount: 1, perAddress: 2, accountCeiling: 100, windowMs: 60_000, now: c.now });
+    t.take('a@example.com', '10.0.0.1');
+    expect(refusal(() => t.take('a@example.com', '10.0.0.1'))).toMatchObject({ code: 'rate_limited', message: 'Too many failed sign-ins; retry in 60 s.' });
+    expect(t.take('b@example.com', '10.0.0.1')).toMatchObject({ account: 'b@example.com' });
+    // Refused by the address, again and again: it gets nothing back that it had not given.
+    expect(refusal(() => t.take('c@example.com', '10.0.0.1'))).toMatchObject({ code: 'rate_limited' });
+    expect(refusal(() => t.take('d@example.com', '10.0.0.1'))).toMatchObject({ code: 'rate_limited' });
+    // ...and the pair (d, 10.0.0.1) was given back: half a window later the address has one token, and d may use it.
+    c.advance(30_000);
+    expect(t.take('d@example.com', '10.0.0.1')).toMatchObject({ account: 'd@example.com' });
+
+    // Refused by the address: the account's ceiling token comes back too.
+    const u = new LoginThrottle({ perAccount: 5, perAddress: 1, accountCeiling: 1, windowMs: 60_000, now: c.now });
+    u.take('z@example.com', '10.0.0.9');
+    expect(refusal(() => u.take('a@example.com', '10.0.0.9'))).toMatchObject({ code: 'rate_limited' });
+    expect(u.take('a@example.com', '10.0.0.8')).toMatchObject({ countedOnAccount: true });
+  });
+
+  it('past the ceiling a failed address waits for the earlier of the ceiling\'s next token and its own 15 minutes', () => {
+    const c = clock();
+    const t = new LoginThrottle({ perAccount: 5, perAddress: 1000, accountCeiling: 1, windowMs: 60_000, now: c.now });
+    t.take('a@example.com', '10.0.0.1'); // fails at 0: the ceiling is used, refilled at 60 s
+    c.advance(59_000);
+    t.take('a@example.com', '10.0.0.2'); // clean: passes uncounted; 10.0.0.1 is clean again at 60 s
+    expect(refusal(() => t.take('a@example.com', '10.0.0.1'))).toMatchObject({ headers: { 'Retry-After': '1' } });
+  });
+
+  it('a success gives back the ceiling\'s token it took, and only that', () => {
+    const c = clock();
+    const t = new LoginThrottle({ perAccount: 5, perAddress: 1000, accountCeiling: 1, windowMs: 60_000, now: c.now });
+    t.refund(t.take('a@example.com', '10.0.0.1'));
+    expect(t.take('a@example.com', '10.0.0.1')).toMatchObject({ countedOnAccount: true }); // the token came back
+    const clean = t.take('a@example.com', '10.0.0.2');
+    expect(clean).toMatchObject({ countedOnAccount: false });
+    t.refund(clean); // took no ceiling token: gives none
+    expect(refusal(() => t.take('a@example.com', '10.0.0.1'))).toMatchObject({ code: 'rate_limited' });
+  });
+
+  it('of two attempts from one address at once, a success of the first leaves the failure of the second marked', () => {
+    const c = clock();
+    const t = new LoginThrottle({ perAccount: 5, perAddress: 1000, accountCeiling: 2, windowMs: 60_000, now: c.now });
+    const first = t.take('a@example.com', '10.0.0.1');
+    const second = t.take('a@example.com', '10.0.0.1'); // still being checked when the first succeeds
+    expect(second).toMatchObject({ countedOnAccount: true });
+    t.refund(first); // its ceiling token comes back...
+    t.take('a@example.com', '10.0.0.8'); // ...and another address takes it
+    expect(refusal(() => t.take('a@example.com', '10.0.0.1'))).toMatchObject({ code: 'rate_limited' });
+  });
+
+  it('a success keeps the address\'s earlier failure marked', () => {
+    const c = clock();
+    const t = new LoginThrottle({ perAccount: 5, perAddress: 1000, accountCeiling: 2, windowMs: 60_000, now: c.now });
+    t.take('a@example.com', '10.0.0.1'); // fails at 0
+    c.advance(10_000);
+    t.refund(t.take('a@example.com', '10.0.0.1')); // succeeds at 10 s
+    t.take('a@example.com', '10.0.0.7');
+    t.take('a@example.com', '10.0.0.8'); // the ceiling is used
+    c.advance(5_000);
+    expect(refusal(() => t.take('a@example.com', '10.0.0.1'))).toMatchObject({ code: 'rate_limited' });
+  });
+
+  it('remembers the failures of at most maxKeys account-address pairs, forgetting the least recently marked', () => {
+    const c = clock();
+    const t = new LoginThrottle({ perAccount: 5, perAddress: 1000, accountCeiling: 2, windowMs: 60_000, maxKeys: 2, now: c.now });
+    t.take('a@example.com', '10.0.0.1');
+    t.take('a@example.com', '10.0.0.2'); // both marked; the ceiling is used
+    expect(refusal(() => t.take('a@example.com', '10.0.0.1'))).toMatchObject({ code: 'rate_limited' });
+    expect(refusal(() => t.take('a@example.com', '10.0.0.2'))).toMatchObject({ code: 'rate_limited' });
+    t.take('a@example.com', '10.0.0.3'); // clean, marked: 10.0.0.1 is forgotten
+    expect(t.take('a@example.com', '10.0.0.1')).toMatchObject({ countedOnAccount: false });
+  });
+
   it('a success puts the address back as clean: the owner\'s own sign-ins never mark it', () => {
     const c = clock();
     const t = new LoginThrottle({ perAccount: 5, perAddress: 1000, accountCeiling: 1, windowMs: 60_000, now: c.now });

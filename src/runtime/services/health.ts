@@ -45,9 +45,9 @@ export class HealthService {
     if (authorization === undefined || authorization === '') {
       throw new AppError('missing_credentials', 'The metrics need "Authorization: Bearer <PARLEY_METRICS_TOKEN>".', { headers: CHALLENGE });
     }
-    const match = /^bearer +(\S+) *$/i.exec(authorization);
-    const sent = sha256(match?.[1] ?? '');
-    if (match === null || !timingSafeEqual(sent, this.metricsTokenDigest)) {
+    // Another scheme, or no token after it, is compared as an empty token: never equal (the token has 16+ characters).
+    const sent = sha256(/^bearer +(\S+) *$/i.exec(authorization)?.[1] ?? '');
+    if (!timingSafeEqual(sent, this.metricsTokenDigest)) {
       throw new AppError('invalid_token', 'The metrics token is not valid.', { headers: CHALLENGE });
     }
   }

@@ -28,7 +28,9 @@ export function validate<T>(schema: ZodType<T>, value: unknown, where: 'body' | 
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) add({ path: [...base, segment(key)].join('.'), message: 'unknown field' });
     } else {
-      add({ path: base.join('.') || where, message: issue.message });
+      // A record key that breaks its rule: the key's own message (zod nests it), not "Invalid key in record".
+      const message = issue.code === 'invalid_key' ? issue.issues[0]?.message ?? issue.message : issue.message;
+      add({ path: base.join('.') || where, message });
     }
   }
   if (more > 0) errors.push({ path: where, message: `and ${more} more problems` });
