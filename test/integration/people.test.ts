@@ -465,6 +465,17 @@ describe('membership by invitation (security review, finding 4)', () => {
     expect(await res.json()).toMatchObject({ organization: { id: org.orgId, role: 'operator' } });
   });
 
+  it('a deleted person\'s token answers no invitation: 401 invalid_token', async () => {
+    const org = await srv.addOrganization('Deleted invitee org');
+    const owner = await srv.signIn({ role: 'owner', orgId: org.orgId });
+    const invitee = await srv.signIn({ orgId: null });
+    const inv = await (await srv.api('/v1/members', { headers: owner.headers, body: { email: invitee.email, role: 'operator' } })).json() as Invitation;
+    expect(await srv.parley.directory.deleteUser(invitee.email)).toMatchObject({ id: invitee.userId });
+    for (const verb of ['accept', 'decline']) {
+      await expectApiError(await srv.api(`/v1/me/invitations/${inv.id}/${verb}`, { method: 'POST', headers: as(invitee.session.access_token) }), 401, 'authentication_error', 'invalid_token');
+    }
+  });
+
   it('a person leaves an organization (204), but not as its last owner (409 last_owner); not a member is 404', async () => {
     const org = await srv.addOrganization('Leaving org');
     const owner = await srv.signIn({ role: 'owner', orgId: org.orgId });

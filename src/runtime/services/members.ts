@@ -21,6 +21,7 @@ const ownersOnly = () => new AppError('forbidden', 'Only an owner can grant, cha
 const lastOwner = () => new AppError('last_owner', 'An organization keeps at least one owner; make someone else an owner first.');
 
 const noInvitation = () => new AppError('not_found', 'No such invitation for you: it may have expired, been answered, or been replaced by a newer one.');
+const goneUser = () => new AppError('invalid_token', 'The person this token was issued to no longer exists.');
 
 /**
  * Members of an organization and their roles, and invitations (API.md "Auth endpoints"). A person joins
@@ -68,20 +69,25 @@ export class MemberService {
   /**
    * The person `userId` accepts invitation `invitationId` (one of their e-mail, pending, not expired) and
    * becomes a member of its organization with its role (a member already keeps their role). Returns the
-   * organization with their role there. Throws AppError `not_found` (no such pending invitation for them).
+   * organization with their role there. Throws AppError `not_found` (no such pending invitation for them),
+   * `invalid_token` (401: the person no longer exists).
    */
   async acceptInvitation(userId: string, invitationId: string): Promise<UserOrganization> {
     const user = await this.store.users.get(userId);
-    if (user === undefined) throw noInvitation();
+    if (user === undefined) throw goneUser();
     const outcome = await this.store.invitations.accept(invitationId, user.email, userId, iso(this.now()));
     if (outcome.status === 'not_found') throw noInvitation();
     return outcome.organization;
   }
 
-  /** The person `userId` declines invitation `invitationId`. Throws AppError `not_found` (no such pending invitation for them). */
+  /**
+   * The person `userId` declines invitation `invitationId`. Throws AppError `not_found` (no such pending
+   * invitation for them), `invalid_token` (401: the person no longer exists).
+   */
   async declineInvitation(userId: string, invitationId: string): Promise<void> {
     const user = await this.store.users.get(userId);
-    if (user === undefined || !(await this.store.invitations.decline(invitationId, user.email, iso(this.now())))) throw noInvitation();
+    if (user === undefined) throw goneUser();
+    if (!(await this.store.invitations.decline(invitationId, user.email, iso(this.now())))) throw noInvitation();
   }
 
   /**
