@@ -40,6 +40,7 @@ import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
 import type { Store } from './store/ports.js';
 import { withApiKeyCache } from './store/cached-api-keys.js';
 import { createSqliteStore } from './store/sqlite/sqlite-store.js';
+import { exposedPaths, fixModesCommand } from './store/sqlite/data-dir.js';
 import { createDispatcher } from './transport/http/dispatch.js';
 import { Router } from './transport/http/router.js';
 import { apiRoutes } from './transport/http/routes/index.js';
@@ -105,6 +106,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const logger = opts.logger ?? createLogger(config.logLevel);
   // API-key lookups (one per API-key request) are cached; revocations through this instance apply at once.
   const store = withApiKeyCache(opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter, reader: config.sqliteReader }));
+  if (opts.store === undefined) warnIfDataExposed(config.dataDir, logger);
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
   const tokens = createWorkerTokenCounter();
@@ -126,7 +128,9 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   // once the server listens (port 0 in tests), before the first request is served.
   const self: LeaseOwner = { id: newId('proc'), url: config.cluster.advertiseUrl ?? '' };
   const clusterSecret = await store.processes.clusterSecret(newClusterSecret());
-  metrics.labelProcess(config.cluster.index !== undefined ? String(config.cluster.index) : self.id);
+  // A child of PARLEY_PROCESSES answers /metrics on the shared port for the whole group, each series with
+  // its process's index; a process on its own port answers for itself (its scraper tells instances apart).
+  if (config.cluster.groupChild) metrics.labelProcess(String(config.cluster.index ?? 0));
   const peers = new PeerClient({ processId: self.id, secret: clusterSecret });
   const registry = new ProcessRegistry(store.processes, self, {
     heartbeatMs: Math.max(100, Math.min(2000, Math.floor(config.cluster.leaseMs / 3))), deadAfterMs: config.cluster.leaseMs, logger,
@@ -169,7 +173,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const passwords = new PasswordHasher({ concurrency: config.auth.passwordHashConcurrency, maxWaiting: 1000 });
   await passwords.prepare();
   const throttle = new LoginThrottle({
-    perAccount: config.auth.loginFailuresPerAccount, perAddress: config.auth.loginFailuresPerAddress, windowMs: config.auth.loginWindowMs,
+    perAccount: config.auth.loginFailuresPerAccount, perAddress: config.auth.loginFailuresPerAddress,
+    accountCeiling: config.auth.loginAccountCeiling, windowMs: config.auth.loginWindowMs,
   });
   // Access checks of persons are cached; the store feed drops what a change made stale, on every process.
   const accessCache = new AccessCache(store.memberships, store.refreshTokens);
@@ -191,10 +196,11 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     public: new PublicService(store, agentDirectory, chat, { ...config.publicLimits, processes: () => registry.size }),
     knowledgeBases: new KnowledgeBaseService(store, knowledge, search),
     conversations: new ConversationService(store),
-    health: new HealthService(store, () => chat.isDraining, () => started),
+    health: new HealthService(store, () => chat.isDraining, config.metricsToken, () => started),
     webhooks: new WebhookService(store, dispatcher, outbox, config.webhooks.allowPrivate),
     usage: new UsageService(store),
     metricsText: async () => {
+      if (!config.cluster.groupChild) return metrics.text();
       // The whole group: every neighbour's metrics too, each series labelled by its process.
       const others = await Promise.all(registry.neighbours.map(async (p) => {
         try {
@@ -321,3 +327,19 @@ async function recover(store: Store, knowledge: KnowledgeService, outbox: Outbox
   }
   await knowledge.resumePending();
 }
+
+/**
+ * Warns when the data directory, or a file in it, can be reached by others than the account running
+ * Parley (a directory made by hand, or by a Parley before 0700/0600): it holds the token signing key, the
+ * webhook secrets and every conversation. The warning names the paths and the command that fixes them.
+ */
+function warnIfDataExposed(dataDir: string, logger: Logger): void {
+  const exposed = exposedPaths(dataDir);
+  if (exposed.length === 0) return;
+  const fix = fixModesCommand(dataDir);
+  logger.warn({
+    data_dir: dataDir, fix,
+    exposed: exposed.map((e) => ({ path: e.path, mode: `0${e.mode.toString(8)}` })),
+  }, `the data directory can be read by other accounts on this machine (it holds the signing key, webhook secrets and conversations); fix it with: ${fix}`);
+}
+

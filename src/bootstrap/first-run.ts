@@ -81,7 +81,7 @@ export async function bootstrapIfEmpty(deps: {
     organization_id: orgId, agent_id: agentId, knowledge_base_id: kb.id, api_key_id: keyId, api_key: apiKey,
     owner_email: owner.email, owner_password: ownerPassword, created_at: now,
   };
-  await mkdir(deps.dataDir, { recursive: true });
+  await mkdir(deps.dataDir, { recursive: true, mode: 0o700 });
   // Written whole under a temporary name, then linked into place: a reader never sees half a file, and
   // an existing credentials file is never overwritten (link fails with EEXIST).
   const tmp = join(deps.dataDir, `.${CREDENTIALS_FILE}.${process.pid}.tmp`);

@@ -68,6 +68,7 @@ const EnvSchema = z.object({
   PARLEY_PASSWORD_HASH_CONCURRENCY: int(defaultHashConcurrency(), 1, 64),
   PARLEY_LOGIN_FAILURES_PER_ACCOUNT: int(10, 1, 100_000),
   PARLEY_LOGIN_FAILURES_PER_ADDRESS: int(100, 1, 1_000_000),
+  PARLEY_LOGIN_ACCOUNT_CEILING: int(100, 1, 1_000_000),
   PARLEY_PUBLIC_REQUESTS_PER_MINUTE: int(120, 1, 1_000_000),
   PARLEY_PUBLIC_VISITOR_REQUESTS_PER_MINUTE: int(60, 1, 1_000_000),
   PARLEY_WS_MAX_BUFFERED_BYTES: int(1024 * 1024, 1024),
@@ -80,6 +81,8 @@ const EnvSchema = z.object({
   PARLEY_WEBHOOK_MAX_IN_FLIGHT: int(4, 1, 256),
   PARLEY_WEBHOOK_DISABLE_AFTER_MS: int(5 * 86_400_000, 1),
   PARLEY_WEBHOOK_SWEEP_MS: int(30_000, 10, 86_400_000),
+  PARLEY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').max(1024)
+    .regex(/^[A-Za-z0-9\-._~+/]+=*$/, 'must be a bearer token: letters, digits and - . _ ~ + / (RFC 6750 b64token)').optional(),
 });
 
 /**
@@ -211,12 +214,14 @@ export interface Config {
   };
   /**
    * Person sign-in: refresh tokens expire after `refreshIdleMs` unused and `refreshAbsoluteMs` after the
-   * login (ms); `passwordHashConcurrency` argon2 hashes run at once; failed sign-ins allowed per account
-   * and per client address within `loginWindowMs` (a token bucket each) before 429 rate_limited.
+   * login (ms); `passwordHashConcurrency` argon2 hashes run at once; failed sign-ins allowed within
+   * `loginWindowMs` per account from one client address, per client address, and per account from all
+   * addresses (the ceiling past which only addresses with no recent failure on the account may try), a
+   * token bucket each (src/auth/login-throttle.ts), before 429 rate_limited.
    */
   auth: {
     refreshIdleMs: number; refreshAbsoluteMs: number; passwordHashConcurrency: number;
-    loginFailuresPerAccount: number; loginFailuresPerAddress: number; loginWindowMs: number;
+    loginFailuresPerAccount: number; loginFailuresPerAddress: number; loginAccountCeiling: number; loginWindowMs: number;
   };
   /**
    * Public endpoints and sockets of published agents (API.md "WebSockets"): requests (and socket
@@ -224,6 +229,8 @@ export interface Config {
    * `rate_limited` (an `error` frame on a socket).
    */
   publicLimits: { perAddressPerMinute: number; perVisitorPerMinute: number };
+  /** When set, `GET /metrics` requires `Authorization: Bearer <metricsToken>` (API.md "Operations"). */
+  metricsToken: string | undefined;
   /**
    * WebSockets: a socket with more than `maxBufferedBytes` unsent is closed with 1013 (bytes); one silent
    * for `idleTimeoutS` is closed (uWS pings before that; s); the listen-only socket's `auth` frame must
@@ -311,9 +318,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       refreshIdleMs: e.PARLEY_REFRESH_IDLE_DAYS * 86_400_000, refreshAbsoluteMs: e.PARLEY_REFRESH_ABSOLUTE_DAYS * 86_400_000,
       passwordHashConcurrency: e.PARLEY_PASSWORD_HASH_CONCURRENCY,
       loginFailuresPerAccount: e.PARLEY_LOGIN_FAILURES_PER_ACCOUNT, loginFailuresPerAddress: e.PARLEY_LOGIN_FAILURES_PER_ADDRESS,
+      loginAccountCeiling: e.PARLEY_LOGIN_ACCOUNT_CEILING,
       loginWindowMs: LOGIN_WINDOW_MS,
     },
     publicLimits: { perAddressPerMinute: e.PARLEY_PUBLIC_REQUESTS_PER_MINUTE, perVisitorPerMinute: e.PARLEY_PUBLIC_VISITOR_REQUESTS_PER_MINUTE },
+    metricsToken: e.PARLEY_METRICS_TOKEN,
     ws: { maxBufferedBytes: e.PARLEY_WS_MAX_BUFFERED_BYTES, idleTimeoutS: e.PARLEY_WS_IDLE_TIMEOUT_S, authTimeoutMs: e.PARLEY_WS_AUTH_TIMEOUT_MS },
     tools: {
       allowPrivate: e.PARLEY_TOOLS_ALLOW_PRIVATE,

@@ -6,7 +6,7 @@ import { randomFillSync } from 'node:crypto';
  */
 export type IdPrefix =
   | 'org' | 'usr' | 'agt' | 'conv' | 'msg' | 'turn' | 'kb' | 'doc' | 'chk'
-  | 'key' | 'whe' | 'evt' | 'dlv' | 'req' | 'rtf' | 'trun' | 'proc';
+  | 'key' | 'whe' | 'evt' | 'dlv' | 'req' | 'rtf' | 'trun' | 'proc' | 'inv';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'; // Crockford base32, sorts like the numbers it encodes
 

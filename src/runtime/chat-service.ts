@@ -34,13 +34,19 @@ export interface ChatInput {
   metadata?: Record<string, unknown> | undefined;
   /** Public chat only: the visitor token of `conversation_id` (API.md "Chat": required with it). */
   visitor_token?: string | undefined;
+  /**
+   * The client's stop before it knows the turn (a socket's `cancel` frame sent right after its `message`
+   * frame, while the turn is still being set up): aborting it cancels the turn as soon as the turn exists,
+   * exactly as a cancel of the turn would (it ends with `done` / `cancelled`).
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /**
  * Where a message comes from: the API (an API key or a person: the organization's own clients) or a
  * public key (a visitor of a published agent: the conversation is bound to a visitor token).
  */
-export type ChatChannel = 'api' | 'public';
+export type ChatChannel = 'api' | { publicKey: string };
 
 export interface ChatServiceOptions {
   store: Store;
@@ -183,8 +189,9 @@ export class ChatService {
    * one of another agent), `conversation_closed`, `turn_in_progress` (queue full), `unknown_provider`
    * (the agent's provider is not configured), or what the store throws when the message cannot be stored.
    *
-   * `via: 'public'` (a visitor of a published agent): a new conversation gets a visitor token (`vt_...`,
-   * stored as its SHA-256 hash in the conversation record, so still one write) that the `conversation`
+   * `via: {publicKey}` (a visitor of a published agent, through that key): a new conversation gets a visitor
+   * token (`vt_...`, stored as its SHA-256 hash in the conversation record with the key, so still one
+   * write; the token works through that key only: visitorTokenMatches) that the `conversation`
    * event carries as `visitor_token`; continuing a conversation needs its visitor token in `input`, and a
    * missing or wrong one, or a conversation that was not started publicly, is `not_found` (404: whether
    * the conversation exists is not told).
@@ -195,13 +202,18 @@ export class ChatService {
     // A conversation that goes on: checked here (reads work on every process), then run where it is owned.
     const existing = await this.opts.store.conversations.get(orgId, input.conversation_id);
     if (!existing || existing.agent_id !== agentId) throw new AppError('not_found', 'No such conversation.');
-    if (via === 'public' && !visitorTokenMatches(existing, input.visitor_token)) throw new AppError('not_found', 'No such conversation.');
+    if (via !== 'api' && !visitorTokenMatches(existing, input.visitor_token, via.publicKey)) throw new AppError('not_found', 'No such conversation.');
     return this.onOwner(existing.id,
       (fence) => this.admitted(orgId, agentId, input, via, { conversation: existing, fence }),
-      (url) => this.remote!.send(url, {
-        org_id: orgId, agent_id: agentId, via,
-        input: { message: input.message, conversation_id: input.conversation_id, metadata: input.metadata, visitor_token: input.visitor_token },
-      }),
+      async (url) => {
+        const mirror = await this.remote!.send(url, {
+          org_id: orgId, agent_id: agentId, via,
+          input: { message: input.message, conversation_id: input.conversation_id, metadata: input.metadata, visitor_token: input.visitor_token },
+        });
+        // A stop the client sent before it knew the turn (ChatInput.signal) reaches the owner as a cancel.
+        if (input.signal !== undefined) cancelRemoteOnAbort(this.control, mirror, input.signal, this.opts.logger);
+        return mirror;
+      },
       hereOnly);
   }
 
@@ -273,13 +285,13 @@ export class ChatService {
       // A new conversation's actor always takes its first turn: the commit of the conversation and its
       // first message leaves first, so it overlaps everything below and the model call.
       let tokenHash: string | null = null;
-      if (via === 'public') {
+      if (via !== 'api') {
         visitorToken = newOpaqueToken('vt');
         tokenHash = hashOpaqueToken(visitorToken);
       }
       conversation = {
         id: newId('conv'), org_id: orgId, agent_id: agent.id, status: 'active', metadata: input.metadata ?? {},
-        visitor_token_hash: tokenHash, created_at: now, updated_at: now,
+        visitor_token_hash: tokenHash, public_key: via === 'api' ? null : via.publicKey, created_at: now, updated_at: now,
       };
       message = visitorMessage(conversation.id);
       // Webhook events go in the same commit (the outbox); `events` is undefined (no cost) without an endpoint.
@@ -311,6 +323,7 @@ export class ChatService {
       newConversation: isNew, channel: this.turns.channelFor(turnId, conversation.id, orgId),
       releaseSetup: release, fence,
     });
+    if (input.signal !== undefined) cancelOnAbort(turn, input.signal);
     const request = { type: 'turn.requested', turn } as const;
     if (actor === undefined) {
       // A new conversation's actor always takes its first turn, and no other request can name the
@@ -570,9 +583,34 @@ function unavailable(route: Route): AppError {
   return new AppError('overloaded', 'The Parley process that runs this conversation is not answering; retry shortly.', { headers: { 'Retry-After': String(wait) } });
 }
 
-/** True when `token` is the visitor token of `conversation` (SHA-256 compared in constant time). */
-export function visitorTokenMatches(conversation: ConversationRecord, token: string | undefined): boolean {
+/**
+ * Cancels `turn` (as a client's cancel: it ends `cancelled`) when `signal` aborts, at once if it already
+ * has. A queued or not yet started turn stops before it calls the model.
+ */
+function cancelOnAbort(turn: Turn, signal: AbortSignal): void {
+  if (signal.aborted) turn.cancel('client');
+  else signal.addEventListener('abort', () => turn.cancel('client'), { once: true });
+}
+
+/** The same, for a turn run by another process (its mirror here): the cancel is forwarded to the owner. */
+function cancelRemoteOnAbort(control: ConversationControl, mirror: TurnChannel, signal: AbortSignal, logger: Logger): void {
+  const cancel = () => {
+    if (mirror.ended) return;
+    control.cancelTurn(mirror.orgId, mirror.conversationId, mirror.turnId)
+      .catch((err: unknown) => logger.warn({ err, turn_id: mirror.turnId }, 'could not forward a cancel to the owner of the turn'));
+  };
+  if (signal.aborted) cancel();
+  else signal.addEventListener('abort', cancel, { once: true });
+}
+
+/**
+ * True when `token` is the visitor token of `conversation` (SHA-256 compared in constant time) and the
+ * request came through `publicKey`, the key the conversation was started through: a visitor token ends
+ * with its agent's publication (an unpublish drops the key; a new publish makes another one).
+ */
+export function visitorTokenMatches(conversation: ConversationRecord, token: string | undefined, publicKey: string): boolean {
   if (conversation.visitor_token_hash === null || token === undefined || !isOpaqueToken(token, 'vt')) return false;
+  if (conversation.public_key == null || conversation.public_key !== publicKey) return false;
   return digestsEqual(hashOpaqueToken(token), conversation.visitor_token_hash);
 }
 

@@ -15,6 +15,7 @@ import type {
   DocumentRecord, InterruptedReply, InterruptedTurn, KnowledgeBaseRecord, KnowledgeBaseStats, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
   OrganizationRecord, Page, PageRequest, PendingDocument, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
   SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserOrganization, UserRecord,
+  InvitationAcceptance, InvitationRecord, PendingInvitation,
   AttemptOutcome, ClaimedDelivery, ConversationLease, FeedChange, FeedEntry, Fence, LeaseOutcome, LeaseOwner, ProcessRecord, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
   UsageThreshold, WebhookEndpointPatch, WebhookEndpointRecord,
 } from './records.js';
@@ -89,6 +90,37 @@ export interface MembershipsPort {
   setRole(orgId: string, userId: string, role: Role): Promise<'updated' | 'not_found' | 'last_owner'>;
   /** Removes a member; `last_owner` (nothing changed) when they are the organization's only owner. */
   remove(orgId: string, userId: string): Promise<'removed' | 'not_found' | 'last_owner'>;
+}
+
+/**
+ * Invitations to organizations (API.md "Auth endpoints"): membership comes only from accepting one
+ * (the server's command line excepted). Matched by e-mail, so an invitation sent before its invitee has
+ * an account works once the account exists. Every change is a conditional write.
+ */
+export interface InvitationsPort {
+  /**
+   * Stores `rec` (a `pending` invitation), in one conditional write: `already_member` (nothing stored)
+   * when a person with `rec.email` already belongs to `rec.org_id`; otherwise a pending invitation of the
+   * same e-mail to the same organization becomes `replaced` (at `rec.created_at`) and `rec` is stored.
+   * The same work whether or not the e-mail has an account.
+   */
+  create(rec: InvitationRecord): Promise<'created' | 'already_member'>;
+  /** The invitation `id`, whatever its status, or undefined. */
+  get(id: string): Promise<InvitationRecord | undefined>;
+  /**
+   * The `pending` invitations of `email` that expire after `at`, with their organization's name, newest
+   * first, at most `limit`.
+   */
+  pendingFor(email: string, at: string, limit: number): Promise<PendingInvitation[]>;
+  /**
+   * Accepts invitation `id` for the person `userId` whose e-mail is `email`, in one transaction: only a
+   * `pending` invitation of that e-mail that expires after `at` becomes `accepted` (at `at`), and the
+   * person becomes a member with its role (a person already a member keeps the role they have). Outcome
+   * `not_found` (nothing changed) otherwise.
+   */
+  accept(id: string, email: string, userId: string, at: string): Promise<InvitationAcceptance>;
+  /** Declines invitation `id` of `email` if it is pending and expires after `at`; false (nothing changed) otherwise. */
+  decline(id: string, email: string, at: string): Promise<boolean>;
 }
 
 /**
@@ -251,6 +283,12 @@ export interface ConversationsPort {
    */
   start(conversation: ConversationRecord, firstMessage: MessageRecord, events?: OutboxEvent[], lease?: { owner: LeaseOwner; until: string }): Promise<void>;
   get(orgId: string, id: string): Promise<ConversationRecord | undefined>;
+  /**
+   * The conversation whose visitor token hash is `visitorTokenHash` (SHA-256 hex), whatever its
+   * organization, or undefined: how a listen-only socket tells a visitor token of another conversation
+   * (404) from an unknown one (401). An indexed read.
+   */
+  findByVisitorTokenHash(visitorTokenHash: string): Promise<ConversationRecord | undefined>;
   /**
    * The organization's conversations matching `filter`, newest first. The cursor must name a conversation
    * of the organization (the filter does not narrow that); otherwise AppError `validation_failed`.
@@ -509,6 +547,7 @@ export interface Store {
   apiKeys: ApiKeysPort;
   users: UsersPort;
   memberships: MembershipsPort;
+  invitations: InvitationsPort;
   refreshTokens: RefreshTokensPort;
   signingKeys: SigningKeysPort;
   socketTickets: SocketTicketsPort;

@@ -77,6 +77,38 @@ export interface MemberRecord extends MembershipRecord {
   email: string;
 }
 
+/**
+ * An invitation to an organization (API.md "Auth endpoints": membership by invitation). It names an
+ * e-mail, not a person: whoever signs in with that e-mail (an account may be created after the
+ * invitation) can accept it while it is `pending` and before `expires_at`.
+ */
+export interface InvitationRecord {
+  /** `inv_...` */
+  id: string;
+  org_id: string;
+  /** Normalized (trimmed, lower-case). */
+  email: string;
+  role: Role;
+  /** `pending`; then `accepted`, `declined`, or `replaced` (a newer invitation of the same e-mail to the organization). */
+  status: InvitationStatus;
+  /** The person who invited, or null (the server's command line). */
+  invited_by: string | null;
+  created_at: string;
+  expires_at: string;
+  /** When it was accepted, declined or replaced; null while pending. */
+  responded_at: string | null;
+}
+
+export type InvitationStatus = 'pending' | 'accepted' | 'declined' | 'replaced';
+
+/** A pending invitation as its invitee sees it: with the organization's name. */
+export interface PendingInvitation extends InvitationRecord {
+  org_name: string;
+}
+
+/** What accepting an invitation did: the person is now a member (with the role they have there), or nothing matched. */
+export type InvitationAcceptance = { status: 'accepted'; organization: UserOrganization } | { status: 'not_found' };
+
 /** One of a person's organizations with the person's role there. */
 export interface UserOrganization {
   id: string;
@@ -225,6 +257,13 @@ export interface ConversationRecord {
    * conversations started with an API key or a person's token. Never shown by the API.
    */
   visitor_token_hash: string | null;
+  /**
+   * The public key (`pk_...`) the conversation was started through: its visitor token works with this key
+   * only, so unpublishing the agent (the key is dropped) ends every visitor token of it for good, also
+   * after a new publish (a new key). Absent or null for conversations started with an API key or a
+   * person's token, and for public conversations of an agent unpublished before this was stored.
+   */
+  public_key?: string | null;
   created_at: string;
   updated_at: string;
 }

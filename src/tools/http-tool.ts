@@ -11,7 +11,7 @@ import type { Ajv as AjvInstance, ValidateFunction } from 'ajv';
 import type { Agent } from 'undici';
 import { request } from 'undici';
 import { AppError } from '../errors/app-error.js';
-import { checkDestinationUrl } from '../net/outbound-guard.js';
+import { checkDestinationUrl, DESTINATION_REFUSED_MESSAGE, destinationRefusedIn } from '../net/outbound-guard.js';
 import type { HttpTool } from '../vocabulary/agent.js';
 import type { ModelToolSpec } from '../models/port.js';
 
@@ -88,8 +88,14 @@ export interface HttpToolOutcome {
   status: 'succeeded' | 'failed';
   /** The HTTP status of the answer; null when none came. */
   http_status: number | null;
-  /** Why it failed, for the record (no secret ever appears here); null on success. */
+  /**
+   * Why it failed, for the record (no secret ever appears here); null on success. The tenant sees it (and a
+   * visitor may, through the model's reply), so it never names an address the tool's host resolved to: a
+   * refused destination is `destination refused: private address`.
+   */
   error: string | null;
+  /** For the operator's log only: a refused destination's name and resolved address (undefined otherwise). */
+  detail?: string | undefined;
   duration_ms: number;
   /** Bytes of the response body read (at most MAX_TOOL_RESPONSE_BYTES). */
   response_bytes: number;
@@ -113,17 +119,22 @@ function argsToQuery(url: URL, args: Record<string, unknown>): void {
   }
 }
 
-/** The first element of a thrown value's cause chain that has a `code` or a DestinationRefused name. */
-function describeFailure(err: unknown, timeoutMs: number, timedOut: boolean): string {
-  if (timedOut) return `the endpoint did not answer within ${timeoutMs} ms`;
+/**
+ * The error text of a failed call: the timeout, a refused destination (DESTINATION_REFUSED_MESSAGE, its
+ * detail kept apart for the log), or the first error code of the cause chain. Never an error message:
+ * Node's and undici's name the address connected to.
+ */
+function describeFailure(err: unknown, timeoutMs: number, timedOut: boolean): { error: string; detail?: string } {
+  if (timedOut) return { error: `the endpoint did not answer within ${timeoutMs} ms` };
+  const refused = destinationRefusedIn(err);
+  if (refused !== undefined) return { error: DESTINATION_REFUSED_MESSAGE, detail: refused.detail };
   let e: unknown = err;
-  for (let i = 0; i < 5 && e instanceof Error; i++) {
-    if (e.name === 'DestinationRefused') return `destination refused: ${e.message.replace(/^refused: /, '').replace(/ \(set PARLEY_\w+=true to allow private networks\)$/, '')} (set PARLEY_TOOLS_ALLOW_PRIVATE=true to allow private networks)`;
+  for (let i = 0; i < 5 && e !== null && typeof e === 'object'; i++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && code !== 'UND_ERR_ABORTED') return `request failed: ${code}`;
+    if (typeof code === 'string' && code !== 'UND_ERR_ABORTED') return { error: `request failed: ${code}` };
     e = (e as { cause?: unknown }).cause;
   }
-  return `request failed: ${err instanceof Error ? err.message : String(err)}`;
+  return { error: 'request failed' };
 }
 
 /**
@@ -215,7 +226,7 @@ export async function runHttpTool(tool: HttpTool, rawArgs: string, ctx: HttpTool
       error: ok ? null : `the endpoint answered ${res.statusCode}`, response_bytes: bytes,
     });
   } catch (err) {
-    const error = ctx.signal.aborted ? 'the turn was cancelled' : describeFailure(err, tool.timeout_ms, timeout.aborted);
-    return done({ output: { error }, is_error: true, status: 'failed', http_status: null, error, response_bytes: 0 });
+    const { error, detail } = ctx.signal.aborted ? { error: 'the turn was cancelled', detail: undefined } : describeFailure(err, tool.timeout_ms, timeout.aborted);
+    return done({ output: { error }, is_error: true, status: 'failed', http_status: null, error, response_bytes: 0, ...(detail === undefined ? {} : { detail }) });
   }
 }

@@ -41,6 +41,9 @@ export const TOOL_SECRET_ENV_PREFIX = 'PARLEY_TOOL_SECRET_';
  * in `headers_from_env` (header name -> name of a `PARLEY_TOOL_SECRET_*` server variable; the value never
  * travels through the API), and fails after `timeout_ms` (ms, default 10,000).
  */
+/** Longest `parameters` of an HTTP tool, characters of its JSON (a tool's schema is a few KiB at most). */
+export const MAX_TOOL_PARAMETERS_CHARS = 16_384;
+
 export const HttpToolSchema = z.object({
   type: z.literal('http'),
   name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or - (the model function-name rule)')
@@ -48,11 +51,13 @@ export const HttpToolSchema = z.object({
   description: z.string().min(1).max(1024),
   url: z.string().min(1).max(2048),
   method: z.enum(HTTP_TOOL_METHODS),
-  parameters: z.record(z.string(), z.unknown()).describe('JSON Schema (draft 2020-12 or 07) of the arguments object'),
+  parameters: z.record(z.string(), z.unknown())
+    .refine((p) => JSON.stringify(p).length <= MAX_TOOL_PARAMETERS_CHARS, `must be at most ${MAX_TOOL_PARAMETERS_CHARS} characters as JSON`)
+    .describe('JSON Schema (draft 2020-12 or 07) of the arguments object, at most 16384 characters as JSON'),
   headers_from_env: z.record(
     z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/, 'must be an HTTP header name'),
     z.string().regex(new RegExp(`^${TOOL_SECRET_ENV_PREFIX}[A-Z0-9_]{1,100}$`), `must name a server variable starting with ${TOOL_SECRET_ENV_PREFIX}`),
-  ).optional(),
+  ).refine((h) => Object.keys(h).length <= 20, 'must name at most 20 headers').meta({ maxProperties: 20 }).optional(),
   timeout_ms: z.number().int().min(100).max(60_000).default(10_000),
 }).strict().meta({ id: 'HttpTool' });
 export type HttpTool = z.output<typeof HttpToolSchema>;

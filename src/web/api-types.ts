@@ -48,13 +48,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /** Prometheus metrics; when the server sets PARLEY_METRICS_TOKEN, with "Authorization: Bearer <that token>" */
         get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Prometheus metrics (headers only) */
+        /** Prometheus metrics; when the server sets PARLEY_METRICS_TOKEN, with "Authorization: Bearer <that token>" (headers only) */
         head: operations["headMetrics"];
         patch?: never;
         trace?: never;
@@ -155,14 +155,65 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The signed-in person and their organizations with their role in each (no X-Org-Id needed) */
+        /** The signed-in person, their organizations with their role in each, and their pending invitations (no X-Org-Id needed) */
         get: operations["getV1Me"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The signed-in person and their organizations with their role in each (no X-Org-Id needed) (headers only) */
+        /** The signed-in person, their organizations with their role in each, and their pending invitations (no X-Org-Id needed) (headers only) */
         head: operations["headV1Me"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/invitations/{invitation_id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept an invitation of your e-mail: you become a member of its organization with its role (no X-Org-Id needed) */
+        post: operations["postV1MeInvitationsInvitation_idAccept"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/invitations/{invitation_id}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Decline an invitation of your e-mail (no X-Org-Id needed) */
+        post: operations["postV1MeInvitationsInvitation_idDecline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/organizations/{org_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Leave an organization (no X-Org-Id needed); its last owner cannot leave */
+        delete: operations["deleteV1MeOrganizationsOrg_id"];
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -248,7 +299,7 @@ export interface paths {
         get: operations["getV1Members"];
         put?: never;
         /**
-         * Add an existing person (by e-mail) with a role; only an owner may add an owner
+         * Invite a person by e-mail with a role: they become a member when they accept (the same answer whether or not the e-mail has an account); inviting again replaces the pending invitation; only an owner may invite an owner
          * @description Credentials: a person's access token with X-Org-Id, role owner, admin.
          */
         post: operations["postV1Members"];
@@ -318,7 +369,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List agents
+         * List agents (summaries: GET /v1/agents/{agent_id} has the instructions, tools and safety settings)
          * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
          */
         get: operations["getV1Agents"];
@@ -331,7 +382,7 @@ export interface paths {
         delete?: never;
         options?: never;
         /**
-         * List agents (headers only)
+         * List agents (summaries: GET /v1/agents/{agent_id} has the instructions, tools and safety settings) (headers only)
          * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
          */
         head: operations["headV1Agents"];
@@ -400,7 +451,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Unpublish an agent: its public key stops working at once and its public sockets close (4404)
+         * Unpublish: the public key stops working at once (its sockets close with 4404), and so do, for good, the visitor tokens of the conversations started through it
          * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin.
          */
         post: operations["postV1AgentsAgent_idUnpublish"];
@@ -1141,7 +1192,7 @@ export interface components {
             url: string;
             /** @enum {string} */
             method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-            /** @description JSON Schema (draft 2020-12 or 07) of the arguments object */
+            /** @description JSON Schema (draft 2020-12 or 07) of the arguments object, at most 16384 characters as JSON */
             parameters: {
                 [key: string]: unknown;
             };
@@ -1159,6 +1210,10 @@ export interface components {
         MessageRole: "visitor" | "agent" | "operator";
         /** @enum {string} */
         MessageStatus: "completed" | "failed";
+        /** @description Your own key-value pairs (Stripe's rules): at most 50 keys of 1-40 characters, values strings of at most 500 characters */
+        Metadata: {
+            [key: string]: string;
+        };
         /** @enum {string} */
         Role: "owner" | "admin" | "operator";
         /** @enum {string} */
@@ -1311,6 +1366,20 @@ export interface components {
                 default_model: string | null;
             }[];
         };
+        AgentSummary: {
+            id: string;
+            name: string;
+            description: string;
+            published: boolean;
+            public_key: string | null;
+            model: components["schemas"]["ModelChoice"];
+            knowledge_base_ids: string[];
+            allowed_origins: string[];
+            /** @description RFC 3339 UTC time */
+            created_at: string;
+            /** @description RFC 3339 UTC time */
+            updated_at: string;
+        };
         Published: {
             /** @description pk_...: grants chat with this agent only */
             public_key: string;
@@ -1376,18 +1445,14 @@ export interface components {
             /** @default false */
             stream: boolean;
             conversation_id?: string;
-            metadata?: {
-                [key: string]: unknown;
-            };
+            metadata?: components["schemas"]["Metadata"];
         };
         PublicChatRequest: {
             message: string;
             /** @default false */
             stream: boolean;
             conversation_id?: string;
-            metadata?: {
-                [key: string]: unknown;
-            };
+            metadata?: components["schemas"]["Metadata"];
             /** @description vt_... from the first conversation event; required with conversation_id */
             visitor_token?: string;
         };
@@ -1422,9 +1487,7 @@ export interface components {
             id: string;
             agent_id: string;
             status: components["schemas"]["ConversationStatus"];
-            metadata: {
-                [key: string]: unknown;
-            };
+            metadata: components["schemas"]["Metadata"];
             /** @description RFC 3339 UTC time */
             created_at: string;
             /** @description RFC 3339 UTC time */
@@ -1476,9 +1539,52 @@ export interface components {
             user: components["schemas"]["User"];
             organizations: components["schemas"]["UserOrganization"][];
         };
+        Invitation: {
+            /** @description inv_... */
+            id: string;
+            email: string;
+            role: components["schemas"]["Role"];
+            /**
+             * @description pending until the invitee accepts or declines it, or a newer invitation replaces it
+             * @enum {string}
+             */
+            status: "pending" | "accepted" | "declined" | "replaced";
+            /** @description RFC 3339 UTC time */
+            created_at: string;
+            /** @description 7 days after created_at: it can no longer be accepted after this */
+            expires_at: string;
+        };
+        PendingInvitation: {
+            /** @description inv_... */
+            id: string;
+            email: string;
+            role: components["schemas"]["Role"];
+            /**
+             * @description pending until the invitee accepts or declines it, or a newer invitation replaces it
+             * @enum {string}
+             */
+            status: "pending" | "accepted" | "declined" | "replaced";
+            /** @description RFC 3339 UTC time */
+            created_at: string;
+            /** @description 7 days after created_at: it can no longer be accepted after this */
+            expires_at: string;
+            organization: {
+                id: string;
+                name: string;
+            };
+        };
+        InvitationAnswer: {
+            id: string;
+            /** @enum {string} */
+            status: "accepted" | "declined";
+            /** @description accepted: the organization the person now belongs to, with their role there */
+            organization?: components["schemas"]["UserOrganization"];
+        };
         Me: {
             user: components["schemas"]["User"];
             organizations: components["schemas"]["UserOrganization"][];
+            /** @description pending invitations to organizations, newest first (at most 50): accept or decline them */
+            invitations: components["schemas"]["PendingInvitation"][];
         };
         SocketTicket: {
             /** @description wst_..., single use */
@@ -1694,7 +1800,7 @@ export interface components {
             has_more: boolean;
         };
         AgentList: {
-            data: components["schemas"]["Agent"][];
+            data: components["schemas"]["AgentSummary"][];
             has_more: boolean;
         };
         KnowledgeBaseList: {
@@ -1832,6 +1938,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description PARLEY_METRICS_TOKEN is set: missing_credentials (no Authorization header) or invalid_token (another token); WWW-Authenticate: Bearer */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     headMetrics: {
@@ -1845,6 +1960,13 @@ export interface operations {
         responses: {
             /** @description Prometheus text format */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description PARLEY_METRICS_TOKEN is set: missing_credentials (no Authorization header) or invalid_token (another token); WWW-Authenticate: Bearer */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1946,7 +2068,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description rate_limited: too many failed sign-ins for this account or address (see Retry-After) */
+            /** @description rate_limited: too many failed sign-ins from this address, on this account or in all, or the account is past its ceiling and this address failed on it lately (see Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2189,6 +2311,160 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    postV1MeInvitationsInvitation_idAccept: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                invitation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted: the organization with your role there */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationAnswer"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden: an API key cannot do this (a signed-in person only) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no pending invitation with this id for your e-mail (expired, answered, replaced, or another person's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1MeInvitationsInvitation_idDecline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                invitation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Declined */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationAnswer"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden: an API key cannot do this (a signed-in person only) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no pending invitation with this id for your e-mail */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteV1MeOrganizationsOrg_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description You are no longer a member */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden: an API key cannot do this (a signed-in person only) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: you are not a member of this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description last_owner: you are its only owner; make someone else an owner first */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -2552,13 +2828,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The new member */
-            201: {
+            /** @description The invitation, pending for 7 days */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Member"];
+                    "application/json": components["schemas"]["Invitation"];
                 };
             };
             /** @description missing_org_id: a person's access token needs X-Org-Id; invalid_json, or validation_failed (also: nesting deeper than 64 levels, lone UTF-16 surrogates) */
@@ -2588,16 +2864,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No person has this e-mail */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description already_member */
+            /** @description already_member: a member of this organization has this e-mail */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -7,7 +7,7 @@
  */
 import type { Agent } from 'undici';
 import { request } from 'undici';
-import { createGuardedAgent } from '../net/outbound-guard.js';
+import { createGuardedAgent, DESTINATION_REFUSED_MESSAGE, destinationRefusedIn } from '../net/outbound-guard.js';
 
 /** Bytes of a response body kept on an attempt's record (API.md: the first 4 KiB). */
 export const RESPONSE_BODY_LIMIT_BYTES = 4096;
@@ -20,8 +20,14 @@ export interface AttemptResult {
   body: string;
   /** From sending to the end of reading the kept body, ms. */
   durationMs: number;
-  /** Why it failed, in words (null for a 2xx). */
+  /**
+   * Why it failed, in words (null for a 2xx). The tenant sees it (a delivery's `last_error`), so it never
+   * names an address the URL's host resolved to: a refused destination is `destination refused: private
+   * address`, a connection failure its error code.
+   */
   error: string | null;
+  /** For the operator's log only: the failure with the addresses involved (undefined when `error` says all). */
+  detail?: string | undefined;
   /** The response's `Retry-After` header, if any. */
   retryAfter: string | undefined;
 }
@@ -61,7 +67,9 @@ export class WebhookSender {
       const retryAfter = headerValue(res.headers['retry-after']);
       let error: string | null = null;
       if (status >= 300 && status < 400) {
-        error = `redirect not followed: HTTP ${status}${res.headers.location === undefined ? '' : ` to ${headerValue(res.headers.location)}`}`;
+        const location = headerValue(res.headers.location);
+        // The receiver's Location is shown as it is, up to 500 characters (delivery lists show the error).
+        error = `redirect not followed: HTTP ${status}${location === undefined ? '' : ` to ${location.length > 500 ? `${location.slice(0, 500)}…` : location}`}`;
       } else if (status < 200 || status >= 300) {
         error = `HTTP ${status}`;
       }
@@ -69,8 +77,8 @@ export class WebhookSender {
     } catch (err) {
       const code = (err as { code?: string }).code;
       const timedOut = abort.signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
-      const error = timedOut ? `timeout: no complete response within ${this.opts.timeoutMs} ms` : describe(err);
-      return { status: 0, body: '', durationMs: elapsed(), error, retryAfter: undefined };
+      if (timedOut) return { status: 0, body: '', durationMs: elapsed(), error: `timeout: no complete response within ${this.opts.timeoutMs} ms`, retryAfter: undefined };
+      return { status: 0, body: '', durationMs: elapsed(), ...describe(err), retryAfter: undefined };
     } finally {
       clearTimeout(timer);
     }
@@ -98,12 +106,23 @@ async function readHead(body: AsyncIterable<Buffer> & { destroy(): void }, limit
   return Buffer.concat(parts).toString('utf8');
 }
 
-/** An error as recorded on the attempt: its message with the cause's code when there is one. */
-function describe(err: unknown): string {
-  const e = err as { message?: string; code?: string; cause?: { message?: string; code?: string } };
-  const cause = e.cause;
-  if (e.code === 'DESTINATION_REFUSED') return e.message ?? 'destination refused';
-  if (cause?.code === 'DESTINATION_REFUSED') return cause.message ?? 'destination refused';
-  if (cause?.message) return `${e.message ?? 'request failed'}: ${cause.message}${cause.code ? ` (${cause.code})` : ''}`;
-  return `${e.message ?? String(err)}${e.code ? ` (${e.code})` : ''}`;
+/**
+ * A failed request as recorded on the attempt (`error`, shown to the tenant) and as logged (`detail`). The
+ * error names the failure by its code only (`connection failed (ECONNREFUSED)`): Node's and undici's
+ * messages name the address connected to, which would tell a tenant how the server resolves names.
+ */
+function describe(err: unknown): { error: string; detail: string } {
+  const refused = destinationRefusedIn(err);
+  if (refused !== undefined) return { error: DESTINATION_REFUSED_MESSAGE, detail: refused.detail };
+  const messages: string[] = [];
+  let code: string | undefined;
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e !== null && typeof e === 'object'; i++) {
+    const { message, code: c } = e as { message?: unknown; code?: unknown };
+    if (typeof message === 'string' && message !== '') messages.push(message);
+    if (code === undefined && typeof c === 'string') code = c;
+    e = (e as { cause?: unknown }).cause;
+  }
+  const detail = messages.length > 0 ? messages.join(': ') : String(err);
+  return { error: code === undefined ? 'request failed' : `connection failed (${code})`, detail };
 }

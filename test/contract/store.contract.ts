@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors/app-error.js';
 import type { Store } from '../../src/store/ports.js';
 import type {
-  AgentRecord, ApiKeyRecord, AttemptOutcome, ConversationRecord, DocumentRecord, KnowledgeBaseRecord, MessageRecord, NewChunk,
+  AgentRecord, ApiKeyRecord, AttemptOutcome, ConversationRecord, DocumentRecord, InvitationRecord, KnowledgeBaseRecord, MessageRecord, NewChunk,
   OutboxEvent, RefreshFamilyRecord, RefreshTokenRecord, SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserRecord, WebhookEndpointRecord,
 } from '../../src/store/records.js';
 
@@ -55,7 +55,7 @@ function doc(id: string, kb: string, org = ORG_A, created_at = T0, title = `Titl
 }
 
 function conversation(id: string, org = ORG_A, agentId = 'agt_1', status: ConversationRecord['status'] = 'active'): ConversationRecord {
-  return { id, org_id: org, agent_id: agentId, status, metadata: { source: 'test' }, visitor_token_hash: null, created_at: T0, updated_at: T0 };
+  return { id, org_id: org, agent_id: agentId, status, metadata: { source: 'test' }, visitor_token_hash: null, public_key: null, created_at: T0, updated_at: T0 };
 }
 
 function message(id: string, conv: string, role: MessageRecord['role'], turn: string | null, content: string, extra: Partial<MessageRecord> = {}): MessageRecord {
@@ -350,6 +350,85 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(owners).toHaveLength(1);
         const removals = await Promise.all([store.memberships.remove(ORG_A, owners[0]!), store.memberships.remove(ORG_A, 'usr_3')]);
         expect(removals).toEqual(['last_owner', 'removed']);
+      });
+    });
+
+    describe('invitations', () => {
+      const T5 = '2025-01-01T00:00:05.000Z';
+      const invitation = (id: string, email: string, extra: Partial<InvitationRecord> = {}): InvitationRecord => ({
+        id, org_id: ORG_A, email, role: 'operator', status: 'pending', invited_by: 'usr_1', created_at: T1, expires_at: T4, responded_at: null, ...extra,
+      });
+      beforeEach(async () => {
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.organizations.create({ id: ORG_B, name: 'Bravo', created_at: T0 });
+        for (const id of ['usr_1', 'usr_2']) await store.users.create(user(id));
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_1', role: 'owner', created_at: T0 });
+      });
+
+      it('creates a pending invitation for any e-mail (an account or not), and refuses one for a member\'s e-mail', async () => {
+        expect(await store.invitations.create(invitation('inv_1', 'usr_2@example.com'))).toBe('created');
+        expect(await store.invitations.create(invitation('inv_2', 'nobody@example.com'))).toBe('created');
+        expect(await store.invitations.create(invitation('inv_3', 'usr_1@example.com'))).toBe('already_member');
+        expect(await store.invitations.get('inv_1')).toEqual(invitation('inv_1', 'usr_2@example.com'));
+        expect(await store.invitations.get('inv_3')).toBeUndefined();
+        expect(await store.invitations.get('inv_missing')).toBeUndefined();
+      });
+
+      it('inviting the same e-mail to the same organization again replaces the pending invitation; other organizations keep theirs', async () => {
+        await store.invitations.create(invitation('inv_1', 'usr_2@example.com'));
+        await store.invitations.create(invitation('inv_b', 'usr_2@example.com', { org_id: ORG_B }));
+        expect(await store.invitations.create(invitation('inv_2', 'usr_2@example.com', { role: 'admin', created_at: T2 }))).toBe('created');
+        expect(await store.invitations.get('inv_1')).toMatchObject({ status: 'replaced', responded_at: T2 });
+        expect((await store.invitations.pendingFor('usr_2@example.com', T2, 10)).map((i) => [i.id, i.org_id, i.org_name, i.role])).toEqual([
+          ['inv_2', ORG_A, 'Acme', 'admin'], ['inv_b', ORG_B, 'Bravo', 'operator'],
+        ]);
+      });
+
+      it('pendingFor lists the e-mail\'s pending invitations that expire after `at`, newest first, at most `limit`', async () => {
+        await store.invitations.create(invitation('inv_1', 'usr_2@example.com', { created_at: T1, expires_at: T3 }));
+        await store.invitations.create(invitation('inv_2', 'usr_2@example.com', { org_id: ORG_B, created_at: T2, expires_at: T9 }));
+        await store.invitations.create(invitation('inv_3', 'other@example.com'));
+        expect((await store.invitations.pendingFor('usr_2@example.com', T2, 10)).map((i) => i.id)).toEqual(['inv_2', 'inv_1']);
+        expect((await store.invitations.pendingFor('usr_2@example.com', T2, 1)).map((i) => i.id)).toEqual(['inv_2']);
+        expect((await store.invitations.pendingFor('usr_2@example.com', T3, 10)).map((i) => i.id)).toEqual(['inv_2']);
+        expect(await store.invitations.pendingFor('nobody@example.com', T0, 10)).toEqual([]);
+      });
+
+      it('accept makes the invitee a member with the role, once; only for their e-mail, while pending and not expired', async () => {
+        await store.invitations.create(invitation('inv_1', 'usr_2@example.com', { role: 'admin' }));
+        expect(await store.invitations.accept('inv_1', 'usr_1@example.com', 'usr_1', T2)).toEqual({ status: 'not_found' });
+        expect(await store.invitations.accept('inv_1', 'usr_2@example.com', 'usr_2', T4)).toEqual({ status: 'not_found' }); // expired at T4
+        expect(await store.invitations.accept('inv_1', 'usr_2@example.com', 'usr_2', T2)).toEqual({ status: 'accepted', organization: { id: ORG_A, name: 'Acme', role: 'admin' } });
+        expect(await store.memberships.get(ORG_A, 'usr_2')).toEqual({ org_id: ORG_A, user_id: 'usr_2', role: 'admin', created_at: T2, email: 'usr_2@example.com' });
+        expect(await store.invitations.get('inv_1')).toMatchObject({ status: 'accepted', responded_at: T2 });
+        expect(await store.invitations.accept('inv_1', 'usr_2@example.com', 'usr_2', T3)).toEqual({ status: 'not_found' });
+        expect(await store.invitations.accept('inv_missing', 'usr_2@example.com', 'usr_2', T2)).toEqual({ status: 'not_found' });
+        expect(await store.invitations.pendingFor('usr_2@example.com', T2, 10)).toEqual([]);
+      });
+
+      it('accepting as a member already (added meanwhile) keeps the role they have', async () => {
+        await store.invitations.create(invitation('inv_1', 'usr_2@example.com', { role: 'admin' }));
+        await store.memberships.add({ org_id: ORG_A, user_id: 'usr_2', role: 'operator', created_at: T2 });
+        expect(await store.invitations.accept('inv_1', 'usr_2@example.com', 'usr_2', T3)).toEqual({ status: 'accepted', organization: { id: ORG_A, name: 'Acme', role: 'operator' } });
+      });
+
+      it('decline ends a pending invitation of that e-mail; nothing else', async () => {
+        await store.invitations.create(invitation('inv_1', 'usr_2@example.com'));
+        expect(await store.invitations.decline('inv_1', 'usr_1@example.com', T2)).toBe(false);
+        expect(await store.invitations.decline('inv_1', 'usr_2@example.com', T5)).toBe(false); // expired
+        expect(await store.invitations.decline('inv_1', 'usr_2@example.com', T2)).toBe(true);
+        expect(await store.invitations.get('inv_1')).toMatchObject({ status: 'declined', responded_at: T2 });
+        expect(await store.invitations.decline('inv_1', 'usr_2@example.com', T2)).toBe(false);
+        expect(await store.invitations.accept('inv_1', 'usr_2@example.com', 'usr_2', T2)).toEqual({ status: 'not_found' });
+        expect(await store.memberships.check(ORG_A, 'usr_2')).toEqual({ status: 'not_a_member', access_valid_after: null });
+      });
+
+      it('of an accept and a decline at once, exactly one wins', async () => {
+        await store.invitations.create(invitation('inv_1', 'usr_2@example.com'));
+        const [accepted, declined] = await Promise.all([
+          store.invitations.accept('inv_1', 'usr_2@example.com', 'usr_2', T2), store.invitations.decline('inv_1', 'usr_2@example.com', T2),
+        ]);
+        expect([accepted.status === 'accepted', declined].filter(Boolean)).toHaveLength(1);
       });
     });
 
@@ -942,6 +1021,26 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.conversations.create({ ...conversation('conv_2'), visitor_token_hash: 'vth-2' });
         expect((await store.conversations.get(ORG_A, 'conv_1'))?.visitor_token_hash).toBe('vth-1');
         expect((await store.conversations.get(ORG_A, 'conv_2'))?.visitor_token_hash).toBe('vth-2');
+      });
+
+      it('keeps the public key a public conversation was started through; null when none (start and create alike)', async () => {
+        await store.conversations.start({ ...conversation('conv_1'), visitor_token_hash: 'vth-1', public_key: 'pk_one' }, message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'));
+        await store.conversations.create({ ...conversation('conv_2'), visitor_token_hash: 'vth-2', public_key: 'pk_two' });
+        const { public_key: _omitted, ...withoutKey } = conversation('conv_3');
+        await store.conversations.create(withoutKey);
+        expect((await store.conversations.get(ORG_A, 'conv_1'))?.public_key).toBe('pk_one');
+        expect((await store.conversations.get(ORG_A, 'conv_2'))?.public_key).toBe('pk_two');
+        expect((await store.conversations.get(ORG_A, 'conv_3'))?.public_key).toBeNull();
+        expect((await store.conversations.list(ORG_A, {}, { limit: 10 })).data.map((c) => [c.id, c.public_key])).toEqual([['conv_3', null], ['conv_2', 'pk_two'], ['conv_1', 'pk_one']]);
+      });
+
+      it('findByVisitorTokenHash finds a conversation by its visitor token hash in any organization; undefined otherwise', async () => {
+        await store.conversations.create({ ...conversation('conv_1'), visitor_token_hash: 'vth-a', public_key: 'pk_one' });
+        await store.conversations.create({ ...conversation('conv_2', ORG_B), visitor_token_hash: 'vth-b', public_key: 'pk_two' });
+        await store.conversations.create(conversation('conv_3'));
+        expect((await store.conversations.findByVisitorTokenHash('vth-a'))?.id).toBe('conv_1');
+        expect(await store.conversations.findByVisitorTokenHash('vth-b')).toMatchObject({ id: 'conv_2', org_id: ORG_B, public_key: 'pk_two' });
+        expect(await store.conversations.findByVisitorTokenHash('vth-missing')).toBeUndefined();
       });
 
       it('orgOf names the organization of any conversation, undefined for an unknown one', async () => {

@@ -317,7 +317,7 @@ describe.skipIf(!chromiumFound)('the dashboard in Chromium', () => {
     await close(tab);
   });
 
-  it('members: an owner adds by e-mail with a role, changes a role and removes; the last owner\'s 409 is shown', async () => {
+  it('members: an owner invites by e-mail with a role, changes a role and removes; the last owner\'s 409 is shown', async () => {
     const tab = await open();
     const { page } = tab;
     const org = await srv.addOrganization('Members org');
@@ -329,8 +329,16 @@ describe.skipIf(!chromiumFound)('the dashboard in Chromium', () => {
 
     await page.getByLabel('E-mail').fill(newcomer.email);
     await page.getByLabel('Role', { exact: true }).selectOption('admin');
-    await page.getByRole('button', { name: 'Add member' }).click();
-    await page.getByRole('status').filter({ hasText: `${newcomer.email} was added as admin.` }).waitFor();
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByRole('status').filter({ hasText: `${newcomer.email} is invited as admin: they become a member when they accept.` }).waitFor();
+    // Not a member before accepting.
+    expect(await page.getByRole('row').filter({ hasText: newcomer.email }).count()).toBe(0);
+    // The newcomer accepts (through the API here; the next test does it in the dashboard).
+    const theirs = await srv.login(newcomer.email, newcomer.password);
+    const me = await (await srv.api('/v1/me', { headers: { authorization: `Bearer ${theirs.access_token}` } })).json() as { invitations: Array<{ id: string }> };
+    expect((await srv.api(`/v1/me/invitations/${me.invitations[0]!.id}/accept`, { method: 'POST', headers: { authorization: `Bearer ${theirs.access_token}` } })).status).toBe(200);
+    await page.reload();
+    await heading(page, 'Members');
     const newRow = page.getByRole('row').filter({ hasText: newcomer.email });
     expect(await newRow.getByLabel(`Role of ${newcomer.email}`).inputValue()).toBe('admin');
     await page.screenshot({ path: join(SHOTS, 'dashboard-members.png') });
@@ -355,6 +363,53 @@ describe.skipIf(!chromiumFound)('the dashboard in Chromium', () => {
     const session = await srv.login(owner.email, owner.password);
     const members = await (await srv.api('/v1/members', { headers: { authorization: `Bearer ${session.access_token}`, 'x-org-id': org.orgId } })).json() as { data: Array<{ email: string; role: string }> };
     expect(members.data.map((m) => [m.email, m.role])).toEqual([[owner.email, 'owner']]);
+    await close(tab);
+  });
+
+  it('invitations: shown at sign-in and in the header; declined or accepted in the dashboard; a member leaves', async () => {
+    const tab = await open();
+    const { page } = tab;
+    const inviting = await srv.addOrganization('Inviting org');
+    const other = await srv.addOrganization('Other inviting org');
+    const admin = await srv.signIn({ role: 'admin', orgId: inviting.orgId });
+    const otherAdmin = await srv.signIn({ role: 'admin', orgId: other.orgId });
+    const person = await srv.addPerson({ orgId: null });
+    for (const [headers, role] of [[admin.headers, 'operator'], [otherAdmin.headers, 'admin']] as const) {
+      expect((await srv.api('/v1/members', { headers, body: { email: person.email, role } })).status).toBe(202);
+    }
+
+    // No organization yet: the picker lists the two invitations.
+    await signIn(page, person, 'Choose an organization');
+    const invitations = page.getByRole('list', { name: 'Invitations to organizations' });
+    await invitations.waitFor();
+    expect((await invitations.getByRole('listitem').allTextContents()).map((t) => t.replace(/Until.*/, '').trim())).toEqual(['Other inviting org Admin', 'Inviting org Operator']);
+    await page.screenshot({ path: join(SHOTS, 'dashboard-invitations.png') });
+    await page.getByRole('button', { name: 'Decline the invitation to Other inviting org' }).click();
+    await page.getByRole('status').filter({ hasText: 'You declined the invitation to Other inviting org.' }).waitFor();
+    expect(await invitations.getByRole('listitem').count()).toBe(1);
+    // Accepting makes them a member: the dashboard opens the organization.
+    await page.getByRole('button', { name: 'Accept the invitation to Inviting org' }).click();
+    await heading(page, 'Inbox');
+    expect(await page.getByRole('banner').textContent()).toContain('Inviting org');
+    expect(await page.getByRole('banner').getByRole('link', { name: /invitation/ }).count()).toBe(0);
+
+    // A new invitation shows in the header, whatever the page.
+    expect((await srv.api('/v1/members', { headers: otherAdmin.headers, body: { email: person.email, role: 'operator' } })).status).toBe(202);
+    await page.reload();
+    await heading(page, 'Inbox');
+    await page.getByRole('banner').getByRole('link', { name: '1 invitation' }).click();
+    await heading(page, 'Choose an organization');
+    await page.getByRole('button', { name: /Inviting org/ }).click();
+    await heading(page, 'Inbox');
+
+    // An operator leaves the organization from the Members page.
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Members' }).click();
+    await heading(page, 'Members');
+    await page.getByRole('button', { name: 'Leave Inviting org' }).click();
+    await page.getByRole('dialog', { name: 'Leave Inviting org?' }).getByRole('button', { name: 'Leave' }).click();
+    await heading(page, 'Choose an organization');
+    const session = await srv.login(person.email, person.password);
+    expect(session.organizations).toEqual([]);
     await close(tab);
   });
 

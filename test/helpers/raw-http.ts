@@ -90,6 +90,30 @@ export function nodeRequest(opts: {
   });
 }
 
+/**
+ * `fetch`-like request from client address `from` (a loopback address such as 127.0.0.2: the client
+ * socket is bound to it, so the server sees it as the request's address, as rate limits count it). Uses
+ * node:http, whose `localAddress` binds the socket (undici's fetch has no such option). The body is read
+ * whole; the answer is a WHATWG Response.
+ */
+export function fetchFrom(from: string, url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: init.method ?? 'GET', headers: init.headers ?? {}, localAddress: from, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+        const status = res.statusCode ?? 0;
+        resolve(new Response(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers }));
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
+}
+
 /** The API.md error body of `res`, after checking status, shape, type, code and the request id. */
 export async function expectApiError(
   res: Response, status: number, type: string, code: string,

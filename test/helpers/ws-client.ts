@@ -146,6 +146,8 @@ export interface RawSocket extends TestSocket {
   readonly pingsReceived: number;
   /** Writes one masked frame with `opcode` (0x1 text, 0x2 binary, ...) and `payload`. */
   rawWrite(opcode: number, payload: Buffer): void;
+  /** Sends `frames` as JSON text frames in one TCP write (the server reads them in one go). */
+  sendTogether(frames: unknown[]): void;
 }
 
 /**
@@ -211,6 +213,9 @@ function frameSocket(sock: Socket, initial: Buffer): RawSocket {
 
   const write = (opcode: number, payload: Buffer) => {
     if (sock.destroyed) return;
+    sock.write(encode(opcode, payload));
+  };
+  const encode = (opcode: number, payload: Buffer): Buffer => {
     const mask = randomBytes(4);
     const len = payload.length;
     const header = len < 126 ? Buffer.from([0x80 | opcode, 0x80 | len])
@@ -218,7 +223,7 @@ function frameSocket(sock: Socket, initial: Buffer): RawSocket {
         : Buffer.concat([Buffer.from([0x80 | opcode, 0x80 | 127]), (() => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(len)); return b; })()]);
     const masked = Buffer.alloc(len);
     for (let i = 0; i < len; i++) masked[i] = payload[i]! ^ mask[i % 4]!;
-    sock.write(Buffer.concat([header, mask, masked]));
+    return Buffer.concat([header, mask, masked]);
   };
 
   const parse = () => {
@@ -261,6 +266,10 @@ function frameSocket(sock: Socket, initial: Buffer): RawSocket {
     frames: log.frames,
     send: (f) => write(0x1, Buffer.from(typeof f === 'string' ? f : JSON.stringify(f), 'utf8')),
     rawWrite: write,
+    sendTogether: (frames) => {
+      if (sock.destroyed) return;
+      sock.write(Buffer.concat(frames.map((f) => encode(0x1, Buffer.from(typeof f === 'string' ? f : JSON.stringify(f), 'utf8')))));
+    },
     next: async (match = any, timeoutMs = 10_000, what = 'a frame') => (await log.until(match, timeoutMs, what)).at(-1)!,
     until: (match, timeoutMs = 10_000, what = 'a frame') => log.until(match, timeoutMs, what),
     closed,

@@ -186,3 +186,31 @@ describe('no server software disclosure', () => {
     }
   });
 });
+
+describe('X-Content-Type-Options: nosniff on every response (security review, finding 12)', () => {
+  it('JSON, errors, early 413, HEAD, malformed, SSE, the dashboard and the widget, a refused socket upgrade: exactly one nosniff each', async () => {
+    const port = srv.parley.port;
+    const auth = `Authorization: Bearer ${srv.apiKey}\r\n`;
+    const upgrade = 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+    const exchanges = await Promise.all([
+      sendRaw(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      sendRaw(port, `GET /v1/agents HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`),
+      sendRaw(port, 'GET /v1/agents HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      sendRaw(port, 'GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      sendRaw(port, `POST /v1/agents HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 99999999\r\n\r\n`),
+      sendRaw(port, `HEAD /v1/agents HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`),
+      sendRaw(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: a\r\nAuthorization: b\r\n\r\n'),
+      sendRaw(port, `GET /v1/conversations/${ids.conversation_id}/turns/${ids.turn_id}/events HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`),
+      sendRaw(port, 'GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      sendRaw(port, 'GET /dashboard/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      sendRaw(port, 'GET /widget.js HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      sendRaw(port, `GET /v1/public/agents/${ids.public_key}/ws HTTP/1.1\r\nHost: x\r\nAuthorization: a\r\nAuthorization: b\r\n${upgrade}\r\n`),
+      sendRaw(port, `OPTIONS /v1/public/agents/${ids.public_key}/chat HTTP/1.1\r\nHost: x\r\nOrigin: https://shop.example\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n`),
+    ]);
+    expect(exchanges.map((e) => e.status)).toEqual([200, 200, 401, 404, 413, 200, 400, 200, 200, 200, 200, 400, 204]);
+    for (const e of exchanges) {
+      const head = e.text.slice(0, e.text.indexOf('\r\n\r\n'));
+      expect(head.match(/\r\nX-Content-Type-Options: nosniff(?=\r\n|$)/gi), head).toHaveLength(1);
+    }
+  });
+});

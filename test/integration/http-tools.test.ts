@@ -311,7 +311,8 @@ describe('HTTP tools: private networks refused unless allowed', () => {
     const body = await chat(s, agentId, '{"city":"Lyon"}');
     expect(endpoint.received.length).toBe(before);
     expect(body.tool_runs[0].is_error).toBe(true);
-    expect(body.tool_runs[0].output.error).toBe('destination refused: 127.0.0.1 resolves to 127.0.0.1, a private, loopback or reserved address (set PARLEY_TOOLS_ALLOW_PRIVATE=true to allow private networks)');
+    // The tenant (and, through the model, the visitor) never learns an address (security review, finding 9).
+    expect(body.tool_runs[0].output.error).toBe('destination refused: private address');
     const [rec] = await s.parley.store.toolRuns.listForConversation(s.orgId, body.conversation_id);
     expect(rec).toMatchObject({ kind: 'http', status: 'failed', http_status: null });
   });

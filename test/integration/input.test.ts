@@ -138,14 +138,18 @@ describe('Content-Type of JSON bodies (415 unsupported_content_type)', () => {
 });
 
 describe('JSON nesting depth and lone surrogates (400 validation_failed)', () => {
-  /** A chat body whose metadata nests `levels` deep in total (the body object is level 1). */
-  const nestedChat = (levels: number) => `{"message":"hi","metadata":{"a":${'['.repeat(levels - 2)}1${']'.repeat(levels - 2)}}}`;
+  /**
+   * An agent body whose HTTP tool's `parameters` (any JSON Schema: an unknown keyword holds the arrays)
+   * nest `levels` deep in total: the body object is level 1, `tools` 2, the tool 3, `parameters` 4.
+   */
+  const nestedAgent = (levels: number) => `{"name":"deep","tools":[{"type":"http","name":"deep","description":"d","url":"https://api.example.com/x","method":"GET",`
+    + `"parameters":{"type":"object","x-deep":${'['.repeat(levels - 4)}1${']'.repeat(levels - 4)}}}]}`;
 
   it('64 levels are accepted; 65 are refused with the limit named', async () => {
-    const ok = await srv.api(`/v1/agents/${agentId}/chat`, { body: nestedChat(64) });
-    expect(ok.status, await ok.clone().text()).toBe(200);
+    const ok = await srv.api('/v1/agents', { body: nestedAgent(64) });
+    expect(ok.status, await ok.clone().text()).toBe(201);
     await ok.arrayBuffer();
-    const refused = await expectApiError(await srv.api(`/v1/agents/${agentId}/chat`, { body: nestedChat(65) }), 400, 'invalid_request_error', 'validation_failed');
+    const refused = await expectApiError(await srv.api('/v1/agents', { body: nestedAgent(65) }), 400, 'invalid_request_error', 'validation_failed');
     expect(refused.error.errors).toEqual([{ path: 'body', message: 'nesting deeper than 64 levels' }]);
   });
 

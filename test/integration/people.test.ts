@@ -7,7 +7,7 @@
 import { createPublicKey } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, importJWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectApiError } from '../helpers/raw-http.js';
+import { expectApiError, fetchFrom } from '../helpers/raw-http.js';
 import { startTestServer, type SessionBody, type TestServer } from '../helpers/server.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
 
@@ -305,16 +305,13 @@ describe('/v1/members', () => {
     expect(page.has_more).toBe(false);
   });
 
-  it('adds an existing person by e-mail (404 for an unknown one, 409 already_member), changes roles, removes', async () => {
+  it('changes roles and removes; a removed member\'s token is refused in the organization at once', async () => {
     const org = await srv.addOrganization('members crud');
     const admin = await srv.signIn({ role: 'admin', orgId: org.orgId });
     await srv.addPerson({ role: 'owner', orgId: org.orgId });
     const newcomer = await srv.addPerson({ orgId: null });
-    const added = await srv.api('/v1/members', { headers: admin.headers, body: { email: newcomer.email, role: 'operator' } });
-    expect(added.status).toBe(201);
-    expect(await added.json()).toMatchObject({ user_id: newcomer.userId, email: newcomer.email, role: 'operator' });
+    await joinByInvitation(admin.headers, newcomer, 'operator');
     await expectApiError(await srv.api('/v1/members', { headers: admin.headers, body: { email: newcomer.email, role: 'admin' } }), 409, 'conflict_error', 'already_member');
-    await expectApiError(await srv.api('/v1/members', { headers: admin.headers, body: { email: 'ghost@example.com', role: 'admin' } }), 404, 'not_found_error', 'not_found');
     await expectApiError(await srv.api('/v1/members', { headers: admin.headers, body: { email: 'not an e-mail', role: 'admin' } }), 400, 'invalid_request_error', 'validation_failed');
     await expectApiError(await srv.api('/v1/members', { headers: admin.headers, body: { email: newcomer.email, role: 'king' } }), 400, 'invalid_request_error', 'validation_failed');
     const patched = await srv.api(`/v1/members/${newcomer.userId}`, { method: 'PATCH', headers: admin.headers, body: { role: 'admin' } });
@@ -337,7 +334,7 @@ describe('/v1/members', () => {
     expect(demote.error.message).toMatch(/at least one owner/);
     await expectApiError(await srv.api(`/v1/members/${owner.userId}`, { method: 'DELETE', headers: owner.headers }), 409, 'conflict_error', 'last_owner');
     const second = await srv.addPerson({ orgId: null });
-    expect((await srv.api('/v1/members', { headers: owner.headers, body: { email: second.email, role: 'owner' } })).status).toBe(201);
+    await joinByInvitation(owner.headers, second, 'owner');
     expect((await srv.api(`/v1/members/${owner.userId}`, { method: 'PATCH', headers: owner.headers, body: { role: 'admin' } })).status).toBe(200);
     // Now the second owner is the last one: they cannot leave.
     const secondSession = await srv.login(second.email, second.password);
@@ -361,28 +358,183 @@ describe('/v1/members', () => {
   });
 });
 
+/** The answer of POST /v1/members (API.md "Auth endpoints"). */
+interface Invitation { id: string; email: string; role: string; status: string; created_at: string; expires_at: string }
+/** A pending invitation in GET /v1/me. */
+interface MyInvitation extends Invitation { organization: { id: string; name: string } }
+
+/** Invites `person` with `inviter` (headers of an owner or admin) and has them accept; fails the test otherwise. */
+async function joinByInvitation(inviter: Record<string, string>, person: { email: string; password: string }, role: string): Promise<void> {
+  const invited = await srv.api('/v1/members', { headers: inviter, body: { email: person.email, role } });
+  expect(invited.status, await invited.clone().text()).toBe(202);
+  const { id } = await invited.json() as Invitation;
+  const session = await srv.login(person.email, person.password);
+  const accepted = await srv.api(`/v1/me/invitations/${id}/accept`, { method: 'POST', headers: { authorization: `Bearer ${session.access_token}` } });
+  expect(accepted.status, await accepted.clone().text()).toBe(200);
+}
+
+describe('membership by invitation (security review, finding 4)', () => {
+  const as = (token: string, orgId?: string) => ({ authorization: `Bearer ${token}`, ...(orgId === undefined ? {} : { 'x-org-id': orgId }) });
+  const me = async (token: string) => (await (await srv.api('/v1/me', { headers: as(token) })).json()) as { organizations: Array<{ id: string; role: string }>; invitations: MyInvitation[] };
+
+  it('an admin\'s POST /v1/members answers the same 202 invitation for a known and an unknown e-mail, and nobody becomes a member without accepting', async () => {
+    const org = await srv.addOrganization('Invitations org');
+    const admin = await srv.signIn({ role: 'admin', orgId: org.orgId });
+    const victim = await srv.addPerson({ orgId: null });
+    const before = Date.now();
+    const known = await srv.api('/v1/members', { headers: admin.headers, body: { email: victim.email, role: 'operator' } });
+    const unknown = await srv.api('/v1/members', { headers: admin.headers, body: { email: 'nobody-yet@example.com', role: 'operator' } });
+    // The same answer whatever the e-mail: status, headers (but the request id), body shape and values.
+    expect([known.status, unknown.status]).toEqual([202, 202]);
+    const headers = (r: Response) => [...r.headers.entries()].filter(([k]) => !['x-request-id', 'date', 'content-length'].includes(k));
+    expect(headers(known)).toEqual(headers(unknown));
+    const a = await known.json() as Invitation;
+    const b = await unknown.json() as Invitation;
+    expect(Object.keys(a)).toEqual(['id', 'email', 'role', 'status', 'created_at', 'expires_at']);
+    expect(Object.keys(b)).toEqual(Object.keys(a));
+    expect(a).toMatchObject({ email: victim.email, role: 'operator', status: 'pending' });
+    expect(b).toMatchObject({ email: 'nobody-yet@example.com', role: 'operator', status: 'pending' });
+    expect(a.id).toMatch(/^inv_[0-9A-Za-z]+$/);
+    // Pending for 7 days.
+    const ttl = Date.parse(a.expires_at) - Date.parse(a.created_at);
+    expect(ttl).toBe(7 * 24 * 3600 * 1000);
+    expect(Date.parse(a.created_at)).toBeGreaterThanOrEqual(before - 1000);
+
+    // The victim is not a member: not listed, not in their sign-in, refused in the organization.
+    const members = await (await srv.api('/v1/members', { headers: admin.headers })).json() as { data: Array<{ email: string }> };
+    expect(members.data.map((m) => m.email)).not.toContain(victim.email);
+    const session = await srv.login(victim.email, victim.password);
+    expect(session.organizations).toEqual([]);
+    await expectApiError(await srv.api('/v1/agents', { headers: as(session.access_token, org.orgId) }), 403, 'permission_error', 'not_a_member');
+    // They see the invitation, and may decline it: still no member, and the invitation is gone.
+    const mine = await me(session.access_token);
+    expect(mine.invitations).toEqual([{ ...a, organization: { id: org.orgId, name: 'Invitations org' } }]);
+    const declined = await srv.api(`/v1/me/invitations/${a.id}/decline`, { method: 'POST', headers: as(session.access_token) });
+    expect(declined.status).toBe(200);
+    expect(await declined.json()).toEqual({ id: a.id, status: 'declined' });
+    expect((await me(session.access_token)).invitations).toEqual([]);
+    await expectApiError(await srv.api(`/v1/me/invitations/${a.id}/accept`, { method: 'POST', headers: as(session.access_token) }), 404, 'not_found_error', 'not_found');
+    await expectApiError(await srv.api('/v1/agents', { headers: as(session.access_token, org.orgId) }), 403, 'permission_error', 'not_a_member');
+  });
+
+  it('the invitee accepts: a member with the invited role; nobody else can accept it', async () => {
+    const org = await srv.addOrganization('Accepting org');
+    const owner = await srv.signIn({ role: 'owner', orgId: org.orgId });
+    const invitee = await srv.signIn({ orgId: null });
+    const stranger = await srv.signIn({ orgId: null });
+    const inv = await (await srv.api('/v1/members', { headers: owner.headers, body: { email: invitee.email.toUpperCase(), role: 'admin' } })).json() as Invitation;
+    expect(inv.email).toBe(invitee.email);
+    // Another signed-in person cannot accept or decline it.
+    await expectApiError(await srv.api(`/v1/me/invitations/${inv.id}/accept`, { method: 'POST', headers: as(stranger.session.access_token) }), 404, 'not_found_error', 'not_found');
+    await expectApiError(await srv.api(`/v1/me/invitations/${inv.id}/decline`, { method: 'POST', headers: as(stranger.session.access_token) }), 404, 'not_found_error', 'not_found');
+    await expectApiError(await srv.api('/v1/me/invitations/inv_missing/accept', { method: 'POST', headers: as(invitee.session.access_token) }), 404, 'not_found_error', 'not_found');
+    // An API key cannot answer invitations.
+    await expectApiError(await srv.api(`/v1/me/invitations/${inv.id}/accept`, { method: 'POST' }), 403, 'permission_error', 'forbidden');
+
+    const res = await srv.api(`/v1/me/invitations/${inv.id}/accept`, { method: 'POST', headers: as(invitee.session.access_token) });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: inv.id, status: 'accepted', organization: { id: org.orgId, name: 'Accepting org', role: 'admin' } });
+    expect((await srv.api('/v1/api-keys', { headers: as(invitee.session.access_token, org.orgId) })).status).toBe(200);
+    expect((await me(invitee.session.access_token))).toMatchObject({ organizations: [{ id: org.orgId, role: 'admin' }], invitations: [] });
+    await expectApiError(await srv.api(`/v1/me/invitations/${inv.id}/accept`, { method: 'POST', headers: as(invitee.session.access_token) }), 404, 'not_found_error', 'not_found');
+    // A member's e-mail cannot be invited again.
+    await expectApiError(await srv.api('/v1/members', { headers: owner.headers, body: { email: invitee.email, role: 'operator' } }), 409, 'conflict_error', 'already_member');
+  });
+
+  it('an invitation to an e-mail with no account works once the account exists (made by the command line)', async () => {
+    const org = await srv.addOrganization('Later account org');
+    const owner = await srv.signIn({ role: 'owner', orgId: org.orgId });
+    const email = `later-${Date.now()}@example.com`;
+    const inv = await (await srv.api('/v1/members', { headers: owner.headers, body: { email, role: 'operator' } })).json() as Invitation;
+    await srv.parley.directory.createUser(email, 'a long enough password');
+    const session = await srv.login(email, 'a long enough password');
+    expect((await me(session.access_token)).invitations.map((i) => i.id)).toEqual([inv.id]);
+    expect((await srv.api(`/v1/me/invitations/${inv.id}/accept`, { method: 'POST', headers: as(session.access_token) })).status).toBe(200);
+    expect((await srv.api('/v1/agents', { headers: as(session.access_token, org.orgId) })).status).toBe(200);
+  });
+
+  it('inviting the same e-mail again replaces the pending invitation (the old one cannot be accepted)', async () => {
+    const org = await srv.addOrganization('Replacing org');
+    const owner = await srv.signIn({ role: 'owner', orgId: org.orgId });
+    const invitee = await srv.signIn({ orgId: null });
+    const first = await (await srv.api('/v1/members', { headers: owner.headers, body: { email: invitee.email, role: 'admin' } })).json() as Invitation;
+    const second = await (await srv.api('/v1/members', { headers: owner.headers, body: { email: invitee.email, role: 'operator' } })).json() as Invitation;
+    expect((await me(invitee.session.access_token)).invitations.map((i) => [i.id, i.role])).toEqual([[second.id, 'operator']]);
+    await expectApiError(await srv.api(`/v1/me/invitations/${first.id}/accept`, { method: 'POST', headers: as(invitee.session.access_token) }), 404, 'not_found_error', 'not_found');
+    const res = await srv.api(`/v1/me/invitations/${second.id}/accept`, { method: 'POST', headers: as(invitee.session.access_token) });
+    expect(await res.json()).toMatchObject({ organization: { id: org.orgId, role: 'operator' } });
+  });
+
+  it('a deleted person\'s token answers no invitation: 401 invalid_token', async () => {
+    const org = await srv.addOrganization('Deleted invitee org');
+    const owner = await srv.signIn({ role: 'owner', orgId: org.orgId });
+    const invitee = await srv.signIn({ orgId: null });
+    const inv = await (await srv.api('/v1/members', { headers: owner.headers, body: { email: invitee.email, role: 'operator' } })).json() as Invitation;
+    expect(await srv.parley.directory.deleteUser(invitee.email)).toMatchObject({ id: invitee.userId });
+    for (const verb of ['accept', 'decline']) {
+      await expectApiError(await srv.api(`/v1/me/invitations/${inv.id}/${verb}`, { method: 'POST', headers: as(invitee.session.access_token) }), 401, 'authentication_error', 'invalid_token');
+    }
+  });
+
+  it('a person leaves an organization (204), but not as its last owner (409 last_owner); not a member is 404', async () => {
+    const org = await srv.addOrganization('Leaving org');
+    const owner = await srv.signIn({ role: 'owner', orgId: org.orgId });
+    const op = await srv.signIn({ role: 'operator', orgId: org.orgId });
+    const leave = (token: string, orgId = org.orgId) => srv.api(`/v1/me/organizations/${orgId}`, { method: 'DELETE', headers: as(token) });
+    const left = await leave(op.session.access_token);
+    expect(left.status).toBe(204);
+    await expectApiError(await srv.api('/v1/agents', { headers: as(op.session.access_token, org.orgId) }), 403, 'permission_error', 'not_a_member');
+    expect((await me(op.session.access_token)).organizations.map((o) => o.id)).not.toContain(org.orgId);
+    await expectApiError(await leave(op.session.access_token), 404, 'not_found_error', 'not_found');
+    await expectApiError(await leave(op.session.access_token, 'org_missing'), 404, 'not_found_error', 'not_found');
+    const last = await expectApiError(await leave(owner.session.access_token), 409, 'conflict_error', 'last_owner');
+    expect(last.error.message).toMatch(/only owner/);
+    await expectApiError(await srv.api(`/v1/me/organizations/${org.orgId}`, { method: 'DELETE' }), 403, 'permission_error', 'forbidden');
+  });
+});
+
 describe('sign-in throttling', () => {
   let limited: TestServer;
-  beforeAll(async () => { limited = await startTestServer({ PARLEY_LOGIN_FAILURES_PER_ACCOUNT: '3', PARLEY_LOGIN_FAILURES_PER_ADDRESS: '8' }); });
+  beforeAll(async () => { limited = await startTestServer({ PARLEY_LOGIN_FAILURES_PER_ACCOUNT: '3', PARLEY_LOGIN_FAILURES_PER_ADDRESS: '8', PARLEY_LOGIN_ACCOUNT_CEILING: '5' }); });
   afterAll(async () => { await limited?.close(); });
-  const attempt = (email: string, password: string) =>
-    fetch(`${limited.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  /**
+   * POST /v1/auth/login from client address `from` (a loopback address: the client socket is bound to it,
+   * so the server sees it as the request's address, which the throttle counts).
+   */
+  const attempt = (email: string, password: string, from = '127.0.0.1') =>
+    fetchFrom(from, `${limited.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
 
-  it('an account gets 429 rate_limited with Retry-After after its failures, even with the right password; a success does not count', async () => {
+  it('an address gets 429 rate_limited with Retry-After after its failures on an account, even with the right password; a success does not count', async () => {
     const p = await limited.addPerson();
-    expect((await attempt(p.email, p.password)).status).toBe(200);
-    for (let i = 0; i < 3; i++) await expectApiError(await attempt(p.email, 'wrong password'), 401, 'authentication_error', 'invalid_credentials');
-    const res = await attempt(p.email, p.password);
+    expect((await attempt(p.email, p.password, '127.0.0.2')).status).toBe(200);
+    for (let i = 0; i < 3; i++) await expectApiError(await attempt(p.email, 'wrong password', '127.0.0.2'), 401, 'authentication_error', 'invalid_credentials');
+    const res = await attempt(p.email, p.password, '127.0.0.2');
     const retryAfter = Number(res.headers.get('retry-after'));
     await expectApiError(res, 429, 'rate_limit_error', 'rate_limited');
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(300);
   });
 
+  it('a lockout attempt from one address does not stop the owner from another address, even past the account ceiling (review finding 10)', async () => {
+    const owner = await limited.addPerson();
+    // The review's attack: eleven wrong passwords from one address...
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) statuses.push((await attempt(owner.email, 'wrong password', '127.0.0.3')).status);
+    expect(statuses).toEqual([401, 401, 401, 429, 429, 429, 429, 429, 429, 429, 429]);
+    // ...and from two more, which uses the account's ceiling of 5 failures.
+    for (const from of ['127.0.0.4', '127.0.0.5']) await expectApiError(await attempt(owner.email, 'wrong password', from), 401, 'authentication_error', 'invalid_credentials');
+    // An attacking address that already failed is refused past the ceiling...
+    await expectApiError(await attempt(owner.email, 'wrong password', '127.0.0.4'), 429, 'rate_limit_error', 'rate_limited');
+    // ...while the owner, from an address with no failures, signs in with the right password.
+    const res = await attempt(owner.email, owner.password, '127.0.0.6');
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect((await res.json() as SessionBody).user.id).toBe(owner.userId);
+    await expectApiError(await attempt(owner.email, owner.password, '127.0.0.3'), 429, 'rate_limit_error', 'rate_limited');
+  });
+
   it('an address gets 429 after its failures across accounts', async () => {
-    // 3 failures were counted for this address by the previous test; 5 more reach 8.
-    for (let i = 0; i < 5; i++) await expectApiError(await attempt(`nobody-${i}@example.com`, 'wrong password'), 401, 'authentication_error', 'invalid_credentials');
-    const res = await attempt('someone-else@example.com', 'wrong password');
+    for (let i = 0; i < 8; i++) await expectApiError(await attempt(`nobody-${i}@example.com`, 'wrong password', '127.0.0.7'), 401, 'authentication_error', 'invalid_credentials');
+    const res = await attempt('someone-else@example.com', 'wrong password', '127.0.0.7');
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
     await expectApiError(res, 429, 'rate_limit_error', 'rate_limited');
   });

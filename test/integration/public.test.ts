@@ -120,6 +120,27 @@ describe('public chat', () => {
     expect(await listen.closed).toEqual({ code: 4404, reason: 'not_found' });
   });
 
+  it('listen-only: an unknown visitor token closes 4401; a valid token of another conversation 4404 (API.md "WebSockets")', async () => {
+    const { conversationId } = await startConversation();
+    const other = await startConversation();
+    const path = `/v1/public/agents/${pk}/conversations/${conversationId}/ws`;
+    for (const token of [`vt_${'A'.repeat(43)}`, 'vt_nope', 'not a token']) {
+      const unknown = await socket(path);
+      unknown.send({ type: 'auth', visitor_token: token });
+      expect(await unknown.closed, token).toEqual({ code: 4401, reason: 'invalid_token' });
+    }
+    const foreign = await socket(path);
+    foreign.send({ type: 'auth', visitor_token: other.token });
+    expect(await foreign.closed).toEqual({ code: 4404, reason: 'not_found' });
+    // A valid token with an unknown conversation is 4404 too; an unknown token there 4401.
+    const missing = await socket(`/v1/public/agents/${pk}/conversations/conv_missing/ws`);
+    missing.send({ type: 'auth', visitor_token: other.token });
+    expect(await missing.closed).toEqual({ code: 4404, reason: 'not_found' });
+    const missingUnknown = await socket(`/v1/public/agents/${pk}/conversations/conv_missing/ws`);
+    missingUnknown.send({ type: 'auth', visitor_token: `vt_${'B'.repeat(43)}` });
+    expect(await missingUnknown.closed).toEqual({ code: 4401, reason: 'invalid_token' });
+  });
+
   it('resume and cancel work with the visitor token', async () => {
     const { conversationId, token } = await startConversation();
     const r = await publicChat(pk, { message: 'tell me more', conversation_id: conversationId, visitor_token: token, stream: true });
@@ -288,6 +309,35 @@ describe('unpublish', () => {
     expect(await again.socket!.closed).toEqual({ code: 4404, reason: 'not_found' });
     const next = await publish(srv, a);
     expect(next).not.toBe(key);
+  });
+
+  it('ends the visitor tokens of the agent for good: after unpublish and a new publish the old token works nowhere (HTTP, public socket, listen-only)', async () => {
+    const a = await createAgent(srv, { name: 'Republished widget' });
+    const key = await publish(srv, a);
+    const r = await publicChat(key, { message: 'hello' });
+    const { conversation_id: conversationId, visitor_token: token } = (await r.json()) as { conversation_id: string; visitor_token: string };
+    const read = (k: string) => fetch(`${srv.url}/v1/public/agents/${k}/conversations/${conversationId}/messages`, { headers: { 'x-visitor-token': token } });
+    expect((await read(key)).status).toBe(200);
+
+    expect((await srv.api(`/v1/agents/${a}/unpublish`, { method: 'POST' })).status).toBe(200);
+    await expectApiError(await read(key), 404, 'not_found_error', 'not_found');
+    const next = await publish(srv, a);
+
+    // Through the new key, the old conversation's token opens nothing.
+    await expectApiError(await read(next), 404, 'not_found_error', 'not_found');
+    await expectApiError(await publicChat(next, { message: 'still there?', conversation_id: conversationId, visitor_token: token }), 404, 'not_found_error', 'not_found');
+    await expectApiError(await fetch(`${srv.url}/v1/public/agents/${next}/conversations/${conversationId}/handoff`, { method: 'POST', headers: { 'x-visitor-token': token } }), 404, 'not_found_error', 'not_found');
+    const chat = await socket(`/v1/public/agents/${next}/ws`);
+    chat.send({ type: 'message', message: 'still there?', conversation_id: conversationId, visitor_token: token });
+    expect(errorCode(await chat.next())).toBe('not_found');
+    const listen = await socket(`/v1/public/agents/${next}/conversations/${conversationId}/ws`);
+    listen.send({ type: 'auth', visitor_token: token });
+    expect(await listen.closed).toEqual({ code: 4401, reason: 'invalid_token' });
+    // The conversation itself is kept, and a new visitor conversation through the new key works.
+    expect((await srv.api(`/v1/conversations/${conversationId}/messages`)).status).toBe(200);
+    const fresh = await startConversation(next);
+    expect((await read(next)).status).toBe(404);
+    expect((await fetch(`${srv.url}/v1/public/agents/${next}/conversations/${fresh.conversationId}/messages`, { headers: { 'x-visitor-token': fresh.token } })).status).toBe(200);
   });
 });
 

@@ -295,8 +295,10 @@ describe('OpenAPI document', () => {
       for (const [method, op] of Object.entries(ops)) {
         // API.md "Credentials": login, refresh, logout, public paths, the document and the probes need none
         // (the socket ticket needs a person's token).
-        const open = ['/healthz', '/readyz', '/metrics', '/v1/openapi.json', '/v1/auth/login', '/v1/auth/refresh', '/v1/auth/logout'].includes(path) || path.startsWith('/v1/public/');
+        const open = ['/healthz', '/readyz', '/v1/openapi.json', '/v1/auth/login', '/v1/auth/refresh', '/v1/auth/logout'].includes(path) || path.startsWith('/v1/public/');
         if (open) expect(op.security, `${method} ${path}`).toEqual([]);
+        // The metrics are open unless the server sets PARLEY_METRICS_TOKEN: no credential, or that token.
+        else if (path === '/metrics') expect([op.security, Object.keys(op.responses)], `${method} ${path}`).toEqual([[{}, { metricsToken: [] }], ['200', '401']]);
         else expect(op.responses, `${method} ${path}`).toHaveProperty(['401']);
       }
     }
@@ -307,6 +309,8 @@ describe('OpenAPI document', () => {
     '/healthz', '/readyz', '/metrics', '/v1/openapi.json',
     '/v1/auth/login', '/v1/auth/refresh', '/v1/auth/logout', '/v1/auth/ws-ticket',
     '/v1/api-keys', '/v1/api-keys/{key_id}', '/v1/api-keys/{key_id}/rotate',
+    '/v1/members', '/v1/me', '/v1/me/invitations/{invitation_id}/accept', '/v1/me/invitations/{invitation_id}/decline',
+    '/v1/me/organizations/{org_id}',
     '/v1/agents', '/v1/agents/{agent_id}', '/v1/agents/{agent_id}/publish', '/v1/agents/{agent_id}/unpublish',
     '/v1/agents/{agent_id}/chat', '/v1/agents/{agent_id}/chat/ws',
     '/v1/public/agents/{public_key}/chat', '/v1/public/agents/{public_key}/ws',

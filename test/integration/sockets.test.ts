@@ -234,6 +234,33 @@ describe('stop: the cancel frame and POST .../cancel', () => {
     expect(stored.data[1]).toMatchObject({ role: 'agent', content: text, finish_reason: 'cancelled', status: 'completed' });
   });
 
+  it('a cancel sent with its message in one write (a quick Stop) cancels that turn: done/cancelled, no error frame, nothing asked upstream after', async () => {
+    const s = await raw(`/v1/agents/${mockAgent}/chat/ws`, { authorization: `Bearer ${srv.apiKey}` });
+    s.sendTogether([{ type: 'message', message: 'count for me' }, { type: 'cancel' }]);
+    const frames = await s.until(isDone);
+    expect(frames.filter((f) => f.type === 'error')).toEqual([]);
+    expect(frames.at(-1)).toMatchObject({ type: 'done', finish_reason: 'cancelled' });
+    expect(typesOf(frames).slice(-4)).toEqual(['citations', 'message', 'usage', 'done']);
+    const conversationId = frames[0]!.conversation_id as string;
+    const stored = (await (await srv.api(`/v1/conversations/${conversationId}/messages`)).json()) as { data: Array<{ role: string; finish_reason: string | null }> };
+    expect(stored.data.map((m) => [m.role, m.finish_reason])).toEqual([['visitor', null], ['agent', 'cancelled']]);
+
+    // The same on a conversation that goes on (its turn is set up through the conversation's actor).
+    s.sendTogether([{ type: 'message', message: 'and again', conversation_id: conversationId }, { type: 'cancel' }]);
+    const again = await s.until(isDone);
+    expect(again.filter((f) => f.type === 'error')).toEqual([]);
+    expect(again.at(-1)).toMatchObject({ type: 'done', finish_reason: 'cancelled' });
+    await waitFor(() => (mock.activeStreams() === 0 ? true : undefined), 5_000, 'no upstream stream left');
+  });
+
+  it('a cancel with a turn_id it does not know is still an error frame, and the turn runs on', async () => {
+    const s = await raw(`/v1/agents/${agent}/chat/ws`, { authorization: `Bearer ${srv.apiKey}` });
+    s.sendTogether([{ type: 'message', message: QUESTION }, { type: 'cancel', turn_id: 'turn_01NOTMINE' }]);
+    const frames = await s.until((f) => f.type === 'done');
+    expect(errorCode(frames.find((f) => f.type === 'error')!)).toBe('not_found');
+    expect(frames.at(-1)).toMatchObject({ type: 'done', finish_reason: 'stop' });
+  });
+
   it('POST /v1/conversations/{id}/turns/{turn_id}/cancel: 202 while it stops, then 200 finished; an unknown turn is 404', async () => {
     let ids: { conversation: string; turn: string } | undefined;
     const stream = readSse(`${srv.url}/v1/agents/${mockAgent}/chat`, {

@@ -208,6 +208,45 @@ describe('sqlite: migrations', () => {
     expect((await s.knowledge.vectorSearch('org_A', ['kb_1'], 'm', new Float32Array([1, -6]), 5)).map((h) => [h.title, h.score])).toEqual([['New', 1]]);
   });
 
+  it('migrates a version-9 directory: public conversations take their agent\'s current public key (none for an unpublished agent)', async () => {
+    const dir = tempDir();
+    const v9 = atVersion(dir, 9);
+    const insertAgent = v9.prepare(`INSERT INTO agents (id, org_id, name, description, instructions, model_provider, model_name, knowledge_base_ids, tools, safety, published, public_key, created_at, updated_at)
+      VALUES (?, 'org_A', 'Old', '', '', 'builtin', 'builtin', '[]', '[]', '{"blocked_phrases":[],"redact_pii":true,"blocked_message":"No."}', ?, ?, ?, ?)`);
+    insertAgent.run('agt_live', 1, 'pk_live', T0, T0);
+    insertAgent.run('agt_gone', 0, null, T0, T0);
+    const insertConversation = v9.prepare(`INSERT INTO conversations (id, org_id, agent_id, status, metadata, visitor_token_hash, created_at, updated_at) VALUES (?, 'org_A', ?, 'active', '{}', ?, ?, ?)`);
+    insertConversation.run('conv_public', 'agt_live', 'vth-1', T0, T0);
+    insertConversation.run('conv_api', 'agt_live', null, T0, T0);
+    insertConversation.run('conv_unpublished', 'agt_gone', 'vth-2', T0, T0);
+    v9.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    const keys = await Promise.all(['conv_public', 'conv_api', 'conv_unpublished'].map(async (id) => (await s.conversations.get('org_A', id))?.public_key));
+    expect(keys).toEqual(['pk_live', null, null]);
+  });
+
+  it('migrates a version-10 directory: metadata past Stripe\'s rules keeps the 50 first fitting entries in key order, as text; metadata that fits is untouched', async () => {
+    const dir = tempDir();
+    const v10 = atVersion(dir, 10);
+    const huge: Record<string, string> = {};
+    for (let i = 0; i < 90_000; i++) huge[`k${String(i).padStart(5, '0')}`] = 'v';
+    const insert = v10.prepare(`INSERT INTO conversations (id, org_id, agent_id, status, metadata, created_at, updated_at) VALUES (?, 'org_A', 'agt_1', 'active', ?, ?, ?)`);
+    insert.run('conv_huge', JSON.stringify(huge), T0, T0);
+    insert.run('conv_mixed', JSON.stringify({ n: 12, yes: true, no: false, gone: null, obj: { a: 1 }, long: 'x'.repeat(501), ['k'.repeat(41)]: 'v', ok: 'fine', '': 'empty' }), T0, T0);
+    insert.run('conv_fits', '{"name":"Ada","email":"ada@example.com"}', T0, T0);
+    v10.close();
+
+    const s = store(dir);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    const expected: Record<string, string> = {};
+    for (let i = 0; i < 50; i++) expected[`k${String(i).padStart(5, '0')}`] = 'v';
+    expect((await s.conversations.get('org_A', 'conv_huge'))?.metadata).toEqual(expected);
+    expect((await s.conversations.get('org_A', 'conv_mixed'))?.metadata).toEqual({ n: '12', yes: 'true', no: 'false', obj: '{"a":1}', ok: 'fine' });
+    expect(s.db.prepare(`SELECT metadata FROM conversations WHERE id = 'conv_fits'`).get()).toEqual({ metadata: '{"name":"Ada","email":"ada@example.com"}' });
+  });
+
   it('opens an up-to-date directory again without migrating', () => {
     const dir = tempDir();
     store(dir).db.close();

@@ -355,6 +355,8 @@ describe('SSRF: private networks not allowed', () => {
   it.each([
     ['http://127.1/hook'], ['http://0x7f.1/hook'], ['http://[::ffff:127.0.0.1]/hook'], ['http://[::1]/hook'],
     ['http://169.254.169.254/latest/meta-data'], ['http://localhost:8080/hook'], ['http://10.0.0.7/hook'],
+    // IPv4-compatible IPv6 (security review, finding 8): classed by the IPv4 address they carry.
+    ['http://[::127.0.0.1]/hook'], ['http://[::a9fe:a9fe]/latest/meta-data'],
   ])('refuses to register %s (and to move an endpoint there)', async (url) => {
     const res = await strict.api('/v1/webhooks', { body: { url, events: ['*'] } });
     expect(res.status).toBe(400);
@@ -372,14 +374,65 @@ describe('SSRF: private networks not allowed', () => {
     const guarded = new WebhookSender({ allowPrivate: false, timeoutMs: 2000 });
     const before = rx.got.length;
     try {
-      for (const url of [`http://localhost:${rx.port}/ssrf`, `http://127.1:${rx.port}/ssrf`, `http://[::ffff:127.0.0.1]:${rx.port}/ssrf`]) {
+      for (const url of [`http://localhost:${rx.port}/ssrf`, `http://127.1:${rx.port}/ssrf`, `http://[::ffff:127.0.0.1]:${rx.port}/ssrf`, `http://[::127.0.0.1]:${rx.port}/ssrf`]) {
         const r = await guarded.send(url, { 'content-type': 'application/json' }, '{}');
         expect(r.status).toBe(0);
-        expect(r.error).toMatch(/refused/);
+        // The tenant's text names no address (finding 9); the operator's detail does.
+        expect(r.error).toBe('destination refused: private address');
+        expect(r.detail).toMatch(/ resolves to (127\.0\.0\.1|::ffff:127\.0\.0\.1|::7f00:1|::ffff:7f00:1)/);
       }
     } finally {
       await guarded.close();
     }
     expect(rx.got.length).toBe(before);
+  });
+
+  it('a delivery to a name that resolves to loopback records "destination refused: private address", never the address', async () => {
+    // An endpoint saved while private networks were allowed (written to the store directly), whose name
+    // resolves to 127.0.0.1: the guard refuses it at connect time, and the tenant's history must not say
+    // how the server resolved the name (security review, finding 9: "vm resolves to 127.0.0.1").
+    const ep = await endpoint(strict, 'https://hooks.example.com/parley');
+    const moved = await strict.parley.store.webhooks.updateEndpoint(strict.orgId, ep.id, { url: `http://localhost:${rx.port}/ssrf-name` }, new Date().toISOString());
+    strict.parley.webhooks.endpointChanged(moved!);
+    const before = rx.got.length;
+    const queued = await sendTest(strict, ep.id);
+    const d = await deliveryWhen(strict, ep.id, queued.delivery_id, (x) => x.attempt_count >= 1);
+    expect(d.last_error).toBe('destination refused: private address');
+    expect(d.attempts[0]!.error).toBe('destination refused: private address');
+    const list = await ok<{ data: Delivery[] }>(strict.api(`/v1/webhooks/${ep.id}/deliveries`), 200);
+    expect(JSON.stringify(list)).not.toContain('127.0.0.1');
+    expect(rx.got.length).toBe(before);
+  });
+
+  it('a redirect\'s Location is recorded up to 500 characters (delivery lists show the error)', async () => {
+    const { createServer } = await import('node:http');
+    const location = `https://elsewhere.example/${'p'.repeat(3000)}`;
+    const redirecting = createServer((_req, res) => { res.writeHead(302, { location }); res.end(); });
+    await new Promise<void>((r) => redirecting.listen(0, '127.0.0.1', r));
+    const sender = new WebhookSender({ allowPrivate: true, timeoutMs: 2000 });
+    try {
+      const r = await sender.send(`http://127.0.0.1:${(redirecting.address() as { port: number }).port}/x`, { 'content-type': 'application/json' }, '{}');
+      expect(r.error).toBe(`redirect not followed: HTTP 302 to ${location.slice(0, 500)}…`);
+    } finally {
+      await sender.close();
+      await new Promise((r) => redirecting.close(r));
+    }
+  });
+
+  it('a connection that fails records its error code, not the address connected to', async () => {
+    const sender = new WebhookSender({ allowPrivate: true, timeoutMs: 2000 });
+    try {
+      // A port nobody listens on: a listener closed at once frees one.
+      const { createServer } = await import('node:net');
+      const closed = createServer();
+      await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+      const port = (closed.address() as { port: number }).port;
+      await new Promise((r) => closed.close(r));
+      const r = await sender.send(`http://127.0.0.1:${port}/x`, { 'content-type': 'application/json' }, '{}');
+      expect(r.error).toBe('connection failed (ECONNREFUSED)');
+      expect(r.detail).toContain(`127.0.0.1:${port}`);
+    } finally {
+      await sender.close();
+    }
   });
 });

@@ -189,7 +189,7 @@ describe('listen-only join: nothing lost or doubled between catch-up and live', 
       chat: { live: hub, localPendingTurns: () => [] },
       public: {
         limit: () => {},
-        conversation: async () => ({ agent: { org_id: 'org_1' }, conversation: { id: 'conv_1' } }),
+        listenedConversation: async () => ({ agent: { org_id: 'org_1' }, conversation: { id: 'conv_1' } }),
       },
       conversations: {
         // Events published while the store is read: they are buffered, then sorted against the catch-up.

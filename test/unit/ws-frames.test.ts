@@ -58,7 +58,9 @@ describe('client frames', () => {
     expect(chat({ type: 'message', message: 'x'.repeat(32_000) }).ok).toBe(true);
     expect(chat({ type: 'message', message: 'x'.repeat(32_001) }).ok).toBe(false);
     expect(chat({ type: 'message', message: '' }).ok).toBe(false);
-    expect(chat({ type: 'message', message: 'h', conversation_id: CONV, visitor_token: 'vt_abc', metadata: { a: 1 } }).ok).toBe(true);
+    expect(chat({ type: 'message', message: 'h', conversation_id: CONV, visitor_token: 'vt_abc', metadata: { a: '1' } }).ok).toBe(true);
+    // metadata follows Stripe's rules (src/vocabulary/metadata.ts): string values only.
+    expect(chat({ type: 'message', message: 'h', metadata: { a: 1 } })).toEqual({ ok: false, code: 'validation_failed', message: 'Invalid frame: metadata.a: values must be strings' });
     expect(chat({ type: 'message', message: 'h', stream: true }).ok).toBe(false);
   });
 

@@ -27,7 +27,7 @@ export const internalTurnEventsPath = (turnId: string): string => `/internal/v1/
 export interface ForwardedChat {
   org_id: string;
   agent_id: string;
-  via: 'api' | 'public';
+  via: 'api' | { publicKey: string };
   input: { message: string; conversation_id?: string | undefined; metadata?: Record<string, unknown> | undefined; visitor_token?: string | undefined };
 }
 

@@ -137,7 +137,10 @@ export class AgentService {
 
   /**
    * Unpublishes the agent: its public key stops working at once (public requests get 404, its open public
-   * sockets are closed with 4404), on other processes sharing the store within the feed's poll (100 ms). A later publish issues a new key. Returns the agent. Throws AppError `not_found`.
+   * sockets are closed with 4404), on other processes sharing the store within the feed's poll (100 ms). A
+   * later publish issues a new key; the visitor tokens of the conversations started through the old key
+   * stay dead (a visitor token works only through the key its conversation was started through:
+   * chat-service.ts visitorTokenMatches). Returns the agent. Throws AppError `not_found`.
    */
   async unpublish(orgId: string, agentId: string): Promise<AgentRecord> {
     const before = await this.get(orgId, agentId);

@@ -1,4 +1,4 @@
-import { hashOpaqueToken } from '../../auth/opaque-tokens.js';
+import { hashOpaqueToken, isOpaqueToken } from '../../auth/opaque-tokens.js';
 import { TokenBuckets } from '../../auth/token-buckets.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Store } from '../../store/ports.js';
@@ -37,7 +37,9 @@ export interface VisitorConversation {
  *
  * Refusals: an unknown or unpublished key is 404 `not_found`; a missing visitor token is 401
  * `missing_credentials`; a wrong one, or a conversation of another agent or not started publicly, is 404
- * `not_found` (API.md "Errors": never tell whether it exists); an Origin the agent does not allow is 403
+ * `not_found` (API.md "Errors": never tell whether it exists), and so is a visitor token of a conversation
+ * started through an earlier key of the agent (unpublishing ends every visitor token of the agent, for good);
+ * an Origin the agent does not allow is 403
  * `origin_not_allowed`; past a rate limit, 429 `rate_limited` with `Retry-After` (seconds).
  */
 export class PublicService {
@@ -96,10 +98,28 @@ export class PublicService {
       throw new AppError('missing_credentials', 'Send the visitor token of this conversation (X-Visitor-Token, or visitor_token in the frame).');
     }
     const conversation = await this.store.conversations.get(agent.org_id, conversationId);
-    if (conversation === undefined || conversation.agent_id !== agent.id || !visitorTokenMatches(conversation, visitorToken)) {
+    if (conversation === undefined || conversation.agent_id !== agent.id || !visitorTokenMatches(conversation, visitorToken, publicKey)) {
       throw new AppError('not_found', 'No such conversation for this visitor token.');
     }
     return { agent, conversation };
+  }
+
+  /**
+   * The conversation a listen-only socket asks for (API.md "WebSockets": 4401 for an unknown visitor
+   * token, 4404 for a valid token of another conversation). Throws AppError `not_found` (unknown key; or a
+   * token that is valid, through this key, for another conversation), `missing_credentials` (no token) or
+   * `invalid_token` (a token that opens no conversation through this key: unknown, or ended by an unpublish).
+   */
+  async listenedConversation(publicKey: string, conversationId: string, visitorToken: string | undefined): Promise<VisitorConversation> {
+    try {
+      return await this.conversation(publicKey, conversationId, visitorToken);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'not_found' || visitorToken === undefined) throw err;
+      await this.agent(publicKey); // an unknown key stays 404
+      const owner = isOpaqueToken(visitorToken, 'vt') ? await this.store.conversations.findByVisitorTokenHash(hashOpaqueToken(visitorToken)) : undefined;
+      if (owner !== undefined && visitorTokenMatches(owner, visitorToken, publicKey)) throw err;
+      throw new AppError('invalid_token', 'The visitor token is not valid (unknown, or its agent was unpublished since).');
+    }
   }
 
   /**
@@ -113,7 +133,7 @@ export class PublicService {
     if (input.conversation_id !== undefined && (input.visitor_token === undefined || input.visitor_token === '')) {
       throw new AppError('missing_credentials', 'Send visitor_token with conversation_id: it came in the first event of the conversation.');
     }
-    return this.chat.send(agent.org_id, agent.id, input, 'public');
+    return this.chat.send(agent.org_id, agent.id, input, { publicKey });
   }
 
   /** The visitor's conversation messages, in order. Throws like `conversation`. */

@@ -367,6 +367,7 @@ async function runTools(turn: Turn, calls: ModelToolCall[], deps: TurnRunnerDeps
         output = outcome.output;
         isError = outcome.is_error;
         run = { kind: 'http', status: outcome.status, http_status: outcome.http_status, error: outcome.error, response_bytes: outcome.response_bytes };
+        if (outcome.detail !== undefined) deps.logger.info({ turn_id: turn.id, tool: call.name, detail: outcome.detail }, 'HTTP tool destination refused');
       }
     } else if (call.name === HANDOFF_TO_HUMAN && turn.agent.tools.includes(HANDOFF_TO_HUMAN) && deps.requestHandoff !== undefined) {
       try {

@@ -360,7 +360,7 @@ export class WebhookDispatcher {
     } catch (err) {
       this.opts.logger.error({ err, delivery_id: claimed.delivery_id }, 'could not record a webhook attempt; the sweep sends it again');
     }
-    if (!success) this.opts.logger.info({ delivery_id: claimed.delivery_id, endpoint_id: endpoint.id, status: result.status, error: result.error }, 'webhook attempt failed');
+    if (!success) this.opts.logger.info({ delivery_id: claimed.delivery_id, endpoint_id: endpoint.id, status: result.status, error: result.error, ...(result.detail === undefined ? {} : { detail: result.detail }) }, 'webhook attempt failed');
     return success ? 'succeeded' : gone ? 'gone' : 'failed';
   }
 }

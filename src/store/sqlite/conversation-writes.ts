@@ -17,7 +17,7 @@ const cache = new WeakMap<Database.Database, Statements>();
 function prepare(db: Database.Database) {
   return {
     insertConversation: db.prepare(
-      'INSERT INTO conversations (id, org_id, agent_id, status, metadata, visitor_token_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      'INSERT INTO conversations (id, org_id, agent_id, status, metadata, visitor_token_hash, public_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     detachFromTurn: db.prepare("UPDATE messages SET turn_id = NULL WHERE id = ? AND role = 'visitor'"),
     setStatus: db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?'),
     orgOf: db.prepare('SELECT org_id FROM conversations WHERE id = ?'),
@@ -37,6 +37,10 @@ function statements(db: Database.Database): Statements {
     cache.set(db, s);
   }
   return s;
+}
+
+function insertConversation(db: Database.Database, c: ConversationRecord): void {
+  statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.public_key ?? null, c.created_at, c.updated_at);
 }
 
 function insertMessage(db: Database.Database, rec: MessageRecord): void {
@@ -86,7 +90,7 @@ export const CONVERSATION_WRITES = {
   ...FEED_WRITES,
   /** Inserts a conversation. */
   createConversation(db: Database.Database, c: ConversationRecord): void {
-    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
+    insertConversation(db, c);
   },
   /**
    * Inserts a conversation and its first message (one write: both or neither), and, with `lease`, the
@@ -96,7 +100,7 @@ export const CONVERSATION_WRITES = {
     conversation: ConversationRecord; message: MessageRecord; events?: OutboxEvent[] | undefined; lease?: { owner: LeaseOwner; until: string } | undefined;
   }): void {
     const c = args.conversation;
-    statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
+    insertConversation(db, c);
     insertMessage(db, args.message);
     if (args.lease !== undefined) {
       insertLease(db, c.id, args.lease.owner, args.lease.until);

@@ -10,7 +10,8 @@ function conversationFromRow(r: Row): ConversationRecord {
   return {
     id: r.id as string, org_id: r.org_id as string, agent_id: r.agent_id as string,
     status: r.status as ConversationStatus, metadata: fromJson(r.metadata),
-    visitor_token_hash: (r.visitor_token_hash as string | null) ?? null, created_at: r.created_at as string, updated_at: r.updated_at as string,
+    visitor_token_hash: (r.visitor_token_hash as string | null) ?? null, public_key: (r.public_key as string | null) ?? null,
+    created_at: r.created_at as string, updated_at: r.updated_at as string,
   };
 }
 
@@ -35,6 +36,7 @@ function messageFromRow(r: Row): MessageRecord {
 export function createConversations(db: Database.Database, writer: ConversationWriter): ConversationsPort {
   const sql = {
     conversationById: db.prepare('SELECT * FROM conversations WHERE org_id = ? AND id = ?'),
+    byVisitorToken: db.prepare('SELECT * FROM conversations WHERE visitor_token_hash = ?'),
     orgOf: db.prepare('SELECT org_id FROM conversations WHERE id = ?'),
     messageSeq: db.prepare('SELECT seq FROM messages WHERE org_id = ? AND conversation_id = ? AND id = ?'),
     messageById: db.prepare('SELECT * FROM messages WHERE org_id = ? AND id = ?'),
@@ -70,6 +72,10 @@ export function createConversations(db: Database.Database, writer: ConversationW
     },
     async get(orgId, id) {
       const r = sql.conversationById.get(orgId, id) as Row | undefined;
+      return r ? conversationFromRow(r) : undefined;
+    },
+    async findByVisitorTokenHash(visitorTokenHash) {
+      const r = sql.byVisitorToken.get(visitorTokenHash) as Row | undefined;
       return r ? conversationFromRow(r) : undefined;
     },
     async list(orgId, filter, page) {

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { ensureDataDir, ensurePrivateFile } from './data-dir.js';
 
 /**
  * Schema migrations, applied in order; `PRAGMA user_version` records how many ran. A migration that has
@@ -209,13 +209,54 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX conversation_leases_owner ON conversation_leases(owner_id) WHERE released = 0;
   CREATE INDEX conversation_leases_abandoned ON conversation_leases(expires_at) WHERE released = 0;
   `,
+  // 12: the public key a public conversation was started through; its visitor token works with that key
+  // only, so an unpublish (which drops the key) ends the visitor tokens of the agent for good, also after a
+  // new publish. Conversations stored before get their agent's current key (NULL when it is not
+  // published: those tokens end now). Visitor token hashes get an index: a listen-only socket looks a
+  // token up to tell a token of another conversation (4404) from an unknown one (4401).
+  `
+  ALTER TABLE conversations ADD COLUMN public_key TEXT;
+  CREATE INDEX conversations_visitor_token ON conversations(visitor_token_hash) WHERE visitor_token_hash IS NOT NULL;
+  UPDATE conversations SET public_key = (SELECT a.public_key FROM agents a WHERE a.id = conversations.agent_id)
+    WHERE visitor_token_hash IS NOT NULL;
+  `,
+  // 13: conversation metadata follows Stripe's rules from now on (src/vocabulary/metadata.ts: at most 50
+  // keys of 1-40 characters, string values of at most 500). Metadata stored before that breaks them (the
+  // public chat took 90,000 keys) keeps what fits: its entries in key order, scalars as text (true,
+  // false, numbers; objects and arrays as their JSON), nulls and entries past the limits dropped, at most
+  // 50. Metadata that already fits is not touched.
+  `
+  UPDATE conversations SET metadata = (
+    SELECT json_group_object(key, text) FROM (
+      SELECT key, text FROM (
+        SELECT key, CASE type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'text' THEN value ELSE CAST(value AS TEXT) END AS text
+          FROM json_each(CASE WHEN json_valid(conversations.metadata) AND json_type(conversations.metadata) = 'object' THEN conversations.metadata ELSE '{}' END)
+         WHERE type <> 'null' AND length(key) BETWEEN 1 AND 40)
+       WHERE length(text) <= 500 ORDER BY key LIMIT 50))
+  WHERE NOT json_valid(metadata) OR json_type(metadata) <> 'object'
+     OR (SELECT count(*) FROM json_each(metadata)) > 50
+     OR EXISTS (SELECT 1 FROM json_each(metadata) WHERE type <> 'text' OR length(key) NOT BETWEEN 1 AND 40 OR length(value) > 500);
+  `,
+  // 14: membership by invitation (API.md "Auth endpoints"). An invitation names an e-mail (an account may
+  // come later) and a role; at most one is pending per organization and e-mail. Looked up by the
+  // invitee's e-mail; members looked up by e-mail when inviting (the `members` view joins users).
+  `
+  CREATE TABLE invitations (
+    id TEXT PRIMARY KEY, org_id TEXT NOT NULL REFERENCES organizations(id), email TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'operator')),
+    status TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'declined', 'replaced')),
+    invited_by TEXT, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, responded_at TEXT);
+  CREATE UNIQUE INDEX invitations_pending ON invitations(org_id, email) WHERE status = 'pending';
+  CREATE INDEX invitations_email ON invitations(email, created_at) WHERE status = 'pending';
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */
 export type SqliteSync = 'FULL' | 'NORMAL';
 
 /**
- * Opens (creating if needed) the SQLite database at `file` in WAL mode, applies pending migrations and
+ * Opens (creating if needed: its directory 0700, the file 0600, and so its `-wal` and `-shm` files too,
+ * src/store/sqlite/data-dir.ts) the SQLite database at `file` in WAL mode, applies pending migrations and
  * turns foreign keys on. Each migration runs in its own transaction with foreign keys off (they cannot
  * be switched inside a transaction, and rebuilding a table needs them off: SQLite's ALTER TABLE
  * procedure), and commits only if `PRAGMA foreign_key_check` finds no row naming a missing parent.
@@ -224,7 +265,8 @@ export type SqliteSync = 'FULL' | 'NORMAL';
  * when a migration would leave such rows.
  */
 export function openDatabase(file: string, sync: SqliteSync = 'FULL'): Database.Database {
-  mkdirSync(dirname(file), { recursive: true });
+  ensureDataDir(dirname(file));
+  ensurePrivateFile(file);
   const db = new Database(file);
   try {
     db.pragma('journal_mode = WAL');

@@ -10,6 +10,7 @@ import { openDatabase, type SqliteSync } from './database.js';
 import { createMainThreadWriter, createWorkerWriter, type WriterKind } from './writer.js';
 import { createKnowledge } from './knowledge.js';
 import { createMainThreadReader, createWorkerReader, type ReaderKind } from './reader.js';
+import { createInvitations } from './invitations.js';
 import { createMemberships } from './memberships.js';
 import { createOrganizations } from './organizations.js';
 import { createRefreshTokens } from './refresh-tokens.js';
@@ -66,6 +67,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     apiKeys: createApiKeys(db, signal),
     users: createUsers(db, signal),
     memberships: createMemberships(db, signal),
+    invitations: createInvitations(db, signal),
     refreshTokens: createRefreshTokens(db, signal),
     signingKeys: createSigningKeys(db),
     socketTickets: createSocketTickets(db),

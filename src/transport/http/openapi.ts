@@ -80,7 +80,7 @@ export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
       summary: r.summary,
       tags: [r.tag],
       operationId: `${r.method.toLowerCase()}${r.path.replace(/[{}]/g, '').split(/[/-]/).map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('')}`,
-      security: securityOf(r.access),
+      security: r.security ?? securityOf(r.access),
       'x-parley-access': { credentials: [...r.access.credentials], roles: r.access.roles === null ? null : [...r.access.roles] },
     };
     if (r.access.credentials.includes('person') && r.access.roles !== null) {
@@ -162,6 +162,7 @@ export function buildOpenApi(routes: RouteDef[]): Record<string, unknown> {
           description: 'A signed-in person\'s access token from POST /v1/auth/login or /v1/auth/refresh: EdDSA JWT, typ at+jwt (RFC 9068), 900 s.',
         },
         orgId: { type: 'apiKey', in: 'header', name: 'X-Org-Id', description: 'With an access token: the organization the request acts in (org_...); the person must be a member.' },
+        metricsToken: { type: 'http', scheme: 'bearer', description: 'GET /metrics only, when the server sets PARLEY_METRICS_TOKEN: that token (compared in constant time).' },
       },
     },
   };

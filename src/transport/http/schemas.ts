@@ -8,6 +8,7 @@ import { AgentToolSchema, BUILTIN_TOOL_NAMES, ModelChoiceSchema, SafetySettingsS
 import { ConversationStatusSchema } from '../../vocabulary/conversation.js';
 import { DocumentStatusSchema, TEXT_CONTENT_TYPES } from '../../vocabulary/document.js';
 import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message.js';
+import { MetadataSchema } from '../../vocabulary/metadata.js';
 import { RoleSchema } from '../../vocabulary/role.js';
 import { StreamEventSchema } from '../../vocabulary/stream-event.js';
 import { CitationSchema, FinishReasonSchema, ToolRunSchema, TurnErrorSchema, UsageSchema } from '../../vocabulary/turn.js';
@@ -86,6 +87,15 @@ export const ModelProviderListSchema = z.object({
     default_model: z.string().nullable().describe('the model name used when none is chosen (builtin: "builtin"); null when the provider needs one'),
   })),
 }).meta({ id: 'ModelProviderList' });
+/**
+ * An agent as lists show it (API.md "Agents": `GET /v1/agents`): every field of bounded size, without
+ * the instructions, tools and safety settings (`GET /v1/agents/{agent_id}` has them), so a page of 100
+ * agents stays small whatever their tools hold.
+ */
+export const AgentSummarySchema = z.object({
+  id: z.string(), name: z.string(), description: z.string(), published: z.boolean(), public_key: z.string().nullable(),
+  model: ModelChoiceSchema, knowledge_base_ids: z.array(z.string()), allowed_origins: z.array(z.string()), created_at: time, updated_at: time,
+}).meta({ id: 'AgentSummary' });
 
 export const PublishedSchema = z.object({ public_key: z.string().describe('pk_...: grants chat with this agent only') }).meta({ id: 'Published' });
 
@@ -131,7 +141,7 @@ export const ChatRequestSchema = z.object({
   message: z.string().min(1).max(32_000),
   stream: z.boolean().default(false),
   conversation_id: id('conv').optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: MetadataSchema.optional(),
 }).strict().meta({ id: 'ChatRequest' });
 
 /** The public chat request (API.md "Chat"): the chat request, plus the visitor token that continues a conversation. */
@@ -157,7 +167,7 @@ export const TurnCancelSchema = z.object({
 }).meta({ id: 'TurnCancel' });
 
 export const ConversationSchema = z.object({
-  id: z.string(), agent_id: z.string(), status: ConversationStatusSchema, metadata: z.record(z.string(), z.unknown()),
+  id: z.string(), agent_id: z.string(), status: ConversationStatusSchema, metadata: MetadataSchema,
   created_at: time, updated_at: time,
 }).meta({ id: 'Conversation' });
 
@@ -205,7 +215,27 @@ export const SessionSchema = z.object({
   organizations: z.array(UserOrganizationSchema),
 }).meta({ id: 'Session' });
 
-export const MeSchema = z.object({ user: UserSchema, organizations: z.array(UserOrganizationSchema) }).meta({ id: 'Me' });
+/** An invitation as its organization sees it (the answer of `POST /v1/members`, API.md "Auth endpoints"). */
+export const InvitationSchema = z.object({
+  id: z.string().describe('inv_...'), email: z.string(), role: RoleSchema,
+  status: z.enum(['pending', 'accepted', 'declined', 'replaced']).describe('pending until the invitee accepts or declines it, or a newer invitation replaces it'),
+  created_at: time, expires_at: time.describe('7 days after created_at: it can no longer be accepted after this'),
+}).meta({ id: 'Invitation' });
+
+/** A pending invitation as its invitee sees it (`GET /v1/me`): with the organization. */
+export const PendingInvitationSchema = InvitationSchema.extend({
+  organization: z.object({ id: z.string(), name: z.string() }),
+}).meta({ id: 'PendingInvitation' });
+
+export const InvitationAnswerSchema = z.object({
+  id: z.string(), status: z.enum(['accepted', 'declined']),
+  organization: UserOrganizationSchema.optional().describe('accepted: the organization the person now belongs to, with their role there'),
+}).meta({ id: 'InvitationAnswer' });
+
+export const MeSchema = z.object({
+  user: UserSchema, organizations: z.array(UserOrganizationSchema),
+  invitations: z.array(PendingInvitationSchema).describe('pending invitations to organizations, newest first (at most 50): accept or decline them'),
+}).meta({ id: 'Me' });
 
 export const SocketTicketSchema = z.object({
   ticket: z.string().describe('wst_..., single use'), expires_in: z.number().int().describe('seconds (60)'),

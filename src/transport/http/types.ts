@@ -73,6 +73,11 @@ export interface RouteDef<B = any, Q = any> {
    * (src/transport/http/cors.ts); a page of another origin gets 403 `origin_not_allowed`.
    */
   cors?: boolean;
+  /**
+   * OpenAPI security requirements, in place of those that follow from `access`: for a route that checks a
+   * credential of its own (`/metrics` and its optional `metricsToken`).
+   */
+  security?: Array<Record<string, string[]>>;
   /** Request headers the route reads, for OpenAPI (`X-Visitor-Token`, `Last-Event-ID`). */
   headerParams?: Array<{ name: string; required: boolean; description: string }>;
   /** JSON body schema, or `raw` for uploads handled by the route itself. */

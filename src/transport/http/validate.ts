@@ -1,22 +1,39 @@
 import type { ZodType } from 'zod';
 import { AppError, type FieldError } from '../../errors/app-error.js';
 
+/** Most `{path, message}` entries one `validation_failed` lists; more problems are summed up in the last. */
+export const MAX_FIELD_ERRORS = 20;
+/** Longest path segment an error repeats, characters; a longer one (a hostile key) is cut with `…`. */
+export const MAX_PATH_SEGMENT = 64;
+
+const segment = (key: PropertyKey) => {
+  const text = String(key);
+  return text.length > MAX_PATH_SEGMENT ? `${text.slice(0, MAX_PATH_SEGMENT)}…` : text;
+};
+
 /**
  * Validates `value` with `schema`; throws AppError `validation_failed` (400) with one `{path, message}`
- * per problem. Unknown fields are reported at their own path (`model.temprature`).
+ * per problem, at most {@link MAX_FIELD_ERRORS} (then a last entry counts the rest), each path segment
+ * cut at {@link MAX_PATH_SEGMENT} characters: the error a body causes stays small, whatever the body.
+ * Unknown fields are reported at their own path (`model.temprature`).
  */
 export function validate<T>(schema: ZodType<T>, value: unknown, where: 'body' | 'query'): T {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const errors: FieldError[] = [];
+  let more = 0;
+  const add = (e: FieldError) => { if (errors.length < MAX_FIELD_ERRORS) errors.push(e); else more++; };
   for (const issue of r.error.issues) {
-    const base = issue.path.map(String);
+    const base = issue.path.map(segment);
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) errors.push({ path: [...base, key].join('.'), message: 'unknown field' });
+      for (const key of issue.keys) add({ path: [...base, segment(key)].join('.'), message: 'unknown field' });
     } else {
-      errors.push({ path: base.join('.') || where, message: issue.message });
+      // A record key that breaks its rule: the key's own message (zod nests it), not "Invalid key in record".
+      const message = issue.code === 'invalid_key' ? issue.issues[0]?.message ?? issue.message : issue.message;
+      add({ path: base.join('.') || where, message });
     }
   }
+  if (more > 0) errors.push({ path: where, message: `and ${more} more problems` });
   throw new AppError('validation_failed', `The request ${where} is invalid: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}.`, { errors });
 }
 

@@ -4,7 +4,7 @@
 import type { IssuedApiKey } from '../../runtime/services/api-keys.js';
 import type { Me, Session } from '../../runtime/services/sessions.js';
 import type {
-  AgentRecord, ApiKeyRecord, ConversationRecord, DeliveryRecord, DeliveryWithAttempts, DocumentRecord, KnowledgeBaseRecord, KnowledgeBaseStats, MemberRecord,
+  AgentRecord, ApiKeyRecord, ConversationRecord, DeliveryRecord, DeliveryWithAttempts, DocumentRecord, InvitationRecord, KnowledgeBaseRecord, KnowledgeBaseStats, MemberRecord, PendingInvitation,
   MessageRecord, Page, UserRecord, WebhookEndpointRecord,
 } from '../../store/records.js';
 
@@ -13,6 +13,14 @@ export function agentView(a: AgentRecord) {
     id: a.id, name: a.name, description: a.description, instructions: a.instructions, published: a.published,
     public_key: a.public_key, model: a.model, knowledge_base_ids: a.knowledge_base_ids, tools: a.tools,
     safety: a.safety, allowed_origins: a.allowed_origins, created_at: a.created_at, updated_at: a.updated_at,
+  };
+}
+
+/** An agent in a list (API.md "Agents"): the bounded fields only, no instructions, tools or safety settings. */
+export function agentSummaryView(a: AgentRecord) {
+  return {
+    id: a.id, name: a.name, description: a.description, published: a.published, public_key: a.public_key, model: a.model,
+    knowledge_base_ids: a.knowledge_base_ids, allowed_origins: a.allowed_origins, created_at: a.created_at, updated_at: a.updated_at,
   };
 }
 
@@ -58,9 +66,22 @@ export function sessionView(s: Session) {
   };
 }
 
-/** `GET /v1/me`: the person and `[{id, name, role}]` of their organizations. */
-export function meView(m: Me) {
-  return { user: userView(m.user), organizations: m.organizations.map((o) => ({ id: o.id, name: o.name, role: o.role })) };
+/** `GET /v1/me`: the person, `[{id, name, role}]` of their organizations, and their pending invitations. */
+export function meView(m: Me, invitations: PendingInvitation[]) {
+  return {
+    user: userView(m.user), organizations: m.organizations.map((o) => ({ id: o.id, name: o.name, role: o.role })),
+    invitations: invitations.map(pendingInvitationView),
+  };
+}
+
+/** An invitation (API.md "Auth endpoints"): `{id, email, role, status, created_at, expires_at}`. */
+export function invitationView(i: InvitationRecord) {
+  return { id: i.id, email: i.email, role: i.role, status: i.status, created_at: i.created_at, expires_at: i.expires_at };
+}
+
+/** A pending invitation as its invitee sees it: with `organization: {id, name}`. */
+export function pendingInvitationView(i: PendingInvitation) {
+  return { ...invitationView(i), organization: { id: i.org_id, name: i.org_name } };
 }
 
 /** An API key as listed: never the secret or its hash. */

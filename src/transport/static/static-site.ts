@@ -194,7 +194,8 @@ export const DASHBOARD_CSP = [
 
 /**
  * The dashboard (`/dashboard`, a single-page application built by `npm run build` into
- * `dist/web/dashboard/`), with its security headers: the strict CSP, `nosniff`, no framing, no referrer.
+ * `dist/web/dashboard/`), with its security headers: the strict CSP, no framing, no referrer (and `nosniff`,
+ * which the responder sends on every response: src/transport/uws/responder.ts NOSNIFF).
  */
 export function loadDashboard(dir: string): StaticSite {
   return loadStaticSite({
@@ -202,7 +203,6 @@ export function loadDashboard(dir: string): StaticSite {
     missingMessage: 'The dashboard is not built: run `npm run build`, then restart Parley.',
     headers: {
       'Content-Security-Policy': DASHBOARD_CSP,
-      'X-Content-Type-Options': 'nosniff',
       'X-Frame-Options': 'DENY',
       'Referrer-Policy': 'no-referrer',
       'Cross-Origin-Opener-Policy': 'same-origin',
@@ -214,7 +214,7 @@ export function loadDashboard(dir: string): StaticSite {
 /**
  * The chat widget (`/widget.js`, one classic script built by `npm run build` into `dist/web/widget/`),
  * loaded by `<script src>` from pages of any origin (docs/widget.md): `Access-Control-Allow-Origin: *`
- * and `Cross-Origin-Resource-Policy: cross-origin` so no page's policy blocks it, `nosniff`, and a stable
+ * and `Cross-Origin-Resource-Policy: cross-origin` so no page's policy blocks it (`nosniff` comes with every response), and a stable
  * URL cached for 5 minutes, then served stale for up to a day while revalidated with its ETag, so a new
  * build reaches every page within minutes without costing a round trip per page view.
  */
@@ -226,7 +226,6 @@ export function loadWidget(dir: string): StaticSite {
     headers: {
       'Access-Control-Allow-Origin': '*',
       'Cross-Origin-Resource-Policy': 'cross-origin',
-      'X-Content-Type-Options': 'nosniff',
     },
   });
 }

@@ -30,7 +30,6 @@ export const PREVIEW_CSP = [
 
 const HEADERS: Record<string, string> = {
   'Content-Security-Policy': PREVIEW_CSP,
-  'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'SAMEORIGIN',
   'Referrer-Policy': 'no-referrer',
   'Cache-Control': 'no-store',

@@ -16,6 +16,13 @@ const SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['overloaded',
 export const statusLine = (status: number): string => `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
 
 /**
+ * `X-Content-Type-Options: nosniff` (WHATWG Fetch, "X-Content-Type-Options" header): browsers take the
+ * declared Content-Type as it is and never sniff a JSON body or a text file as HTML or script. Sent on
+ * every response: API, event streams, static files, refused socket upgrades.
+ */
+export const NOSNIFF: readonly [string, string] = ['X-Content-Type-Options', 'nosniff'];
+
+/**
  * Headers of an event-stream response (WHATWG HTML "Server-sent events"): the media type, no
  * caching or transformation by intermediaries, and no buffering by nginx-style proxies.
  */
@@ -25,6 +32,7 @@ export function sseHeaders(requestId: string): Array<[string, string]> {
     ['Content-Type', 'text/event-stream; charset=utf-8'],
     ['Cache-Control', 'no-cache, no-transform'],
     ['X-Accel-Buffering', 'no'],
+    [NOSNIFF[0], NOSNIFF[1]],
   ];
 }
 
@@ -49,7 +57,7 @@ export class Responder {
   }
 
   /**
-   * Writes a complete response: status line, `X-Request-Id`, the result's headers, then the JSON, text
+   * Writes a complete response: status line, `X-Request-Id`, {@link NOSNIFF}, the result's headers, then the JSON, text
    * or bytes body (or none for `empty`). `closeConnection` asks uWS to close the socket after it, for
    * requests whose body was not read (the bytes left on the wire cannot be parsed as a next request).
    *
@@ -71,6 +79,7 @@ export class Responder {
     res.cork(() => {
       res.writeStatus(statusLine(result.status));
       res.writeHeader('X-Request-Id', ex.req.requestId);
+      res.writeHeader(NOSNIFF[0], NOSNIFF[1]);
       if (ex.req.responseHeaders !== undefined) for (const [k, v] of Object.entries(ex.req.responseHeaders)) res.writeHeader(k, v);
       if ('headers' in result && result.headers) for (const [k, v] of Object.entries(result.headers)) res.writeHeader(k, v);
       if (contentType !== undefined) res.writeHeader('Content-Type', contentType);

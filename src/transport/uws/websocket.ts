@@ -6,7 +6,7 @@ import { MAX_FRAME_BYTES } from '../ws/frames.js';
 import type { SocketRouteDef, UpgradeOutcome } from '../ws/routes.js';
 import { CLOSE, type SocketPort, type SocketSession } from '../ws/socket.js';
 import { readRequestHead } from './request-head.js';
-import { statusLine } from './responder.js';
+import { NOSNIFF, statusLine } from './responder.js';
 
 /** Settings of the WebSocket endpoints. */
 export interface WebSocketOptions {
@@ -151,6 +151,7 @@ export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): W
           res.cork(() => {
             res.writeStatus(statusLine(err.status));
             res.writeHeader('X-Request-Id', requestId);
+            res.writeHeader(NOSNIFF[0], NOSNIFF[1]);
             for (const [k, v] of Object.entries(err.headers ?? {})) res.writeHeader(k, v);
             res.writeHeader('Content-Type', 'application/json');
             res.end(JSON.stringify({ error: err.toBody(requestId) }), true);

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { MessageRoleSchema } from '../../vocabulary/message.js';
+import { MetadataSchema } from '../../vocabulary/metadata.js';
 import { ConversationStatusSchema } from '../../vocabulary/conversation.js';
 import { StreamEventSchema } from '../../vocabulary/stream-event.js';
 import { TurnErrorSchema } from '../../vocabulary/turn.js';
@@ -22,7 +23,7 @@ export const MessageFrame = z.object({
   message: z.string().min(1).max(32_000),
   conversation_id: convId.optional(),
   visitor_token: visitorToken.optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: MetadataSchema.optional(),
 }).strict();
 
 /** `{"type":"cancel","turn_id"?}`: stop the socket's current turn (or the named one): `done` / `cancelled`. */
@@ -117,8 +118,10 @@ export function parseFrame<T>(schema: z.ZodType<T>, text: string): { ok: true; f
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
-    const where = first && first.path.length > 0 ? `${first.path.join('.')}: ` : '';
-    return { ok: false, code: 'validation_failed', message: `Invalid frame: ${where}${first?.message ?? 'not a known frame'}` };
+    const where = first && first.path.length > 0 ? `${first.path.map((k) => String(k).slice(0, 64)).join('.')}: ` : '';
+    // A record key that breaks its rule (metadata): the key's own message, which zod nests.
+    const message = first?.code === 'invalid_key' ? first.issues[0]?.message ?? first.message : first?.message;
+    return { ok: false, code: 'validation_failed', message: `Invalid frame: ${where}${message ?? 'not a known frame'}` };
   }
   return { ok: true, frame: parsed.data };
 }

@@ -126,6 +126,11 @@ export class ChatSession extends BaseSession {
   // (the idle-WebSocket row of bench/: the follower with its maps and closures was ~0.7 KiB a socket).
   private followerOrUndefined: TurnFollower | undefined;
   private pushes: Map<string, () => void> | undefined;
+  /**
+   * The stops of the message frames whose turn is still being set up (the channel not handed out yet):
+   * a `cancel` then aborts them, and each such turn ends `cancelled` as soon as it exists.
+   */
+  private starting: Set<AbortController> | undefined;
 
   constructor(s: SocketServices, private readonly target: ChatTarget, access?: SocketAccess) {
     super(s, access);
@@ -149,8 +154,11 @@ export class ChatSession extends BaseSession {
   }
 
   private async chat(f: Extract<ChatFrame, { type: 'message' }>): Promise<void> {
+    const stop = new AbortController();
+    const starting = this.starting ??= new Set();
+    starting.add(stop);
     try {
-      const input: ChatInput = { message: f.message, conversation_id: f.conversation_id, metadata: f.metadata, visitor_token: f.visitor_token };
+      const input: ChatInput = { message: f.message, conversation_id: f.conversation_id, metadata: f.metadata, visitor_token: f.visitor_token, signal: stop.signal };
       let channel: TurnChannel;
       if (this.target.kind === 'public') {
         this.s.public.limit(this.port.remoteAddress, f.conversation_id === undefined ? undefined : f.visitor_token);
@@ -164,13 +172,21 @@ export class ChatSession extends BaseSession {
       this.follower.follow(channel);
     } catch (err) {
       this.port.send(errorFrame(err, f.conversation_id));
+    } finally {
+      starting.delete(stop);
     }
   }
 
-  /** Stops the named turn of this socket, or every turn it is writing or waiting to write. */
+  /**
+   * Stops the named turn of this socket, or every turn it is writing or waiting to write, and (without a
+   * turn id) every turn of its message frames still being set up: a client that sends `message` and
+   * `cancel` at once (a quick Stop) gets that turn cancelled too.
+   */
   private cancel(turnId: string | undefined): void {
     const mine = (this.followerOrUndefined?.turns() ?? []).filter((ch) => !ch.ended && (turnId === undefined || ch.turnId === turnId));
-    if (mine.length === 0) {
+    const settingUp = turnId === undefined && this.starting !== undefined ? [...this.starting] : [];
+    for (const stop of settingUp) stop.abort();
+    if (mine.length === 0 && settingUp.length === 0) {
       this.port.send(errorFrame(new AppError('not_found', turnId === undefined ? 'No turn of this socket is running.' : 'No such running turn on this socket.')));
       return;
     }
@@ -302,7 +318,7 @@ export class ListenSession extends BaseSession {
     let orgId: string;
     try {
       this.s.public.limit(this.port.remoteAddress, visitorToken);
-      orgId = (await this.s.public.conversation(this.publicKey, this.conversationId, visitorToken)).agent.org_id;
+      orgId = (await this.s.public.listenedConversation(this.publicKey, this.conversationId, visitorToken)).agent.org_id;
     } catch (err) {
       const c = closeFor(err);
       if (c.code === CLOSE.tooSlow) this.port.send(errorFrame(err));

@@ -24,6 +24,8 @@ export type ApiKey = Schemas['ApiKey'];
 /** A created or rotated key, with the secret that exists only in this response. */
 export type IssuedApiKey = Schemas['ApiKeyWithSecret'];
 export type Agent = Schemas['Agent'];
+/** An agent as the list shows it (GET /v1/agents): no instructions, tools or safety settings. */
+export type AgentSummary = Schemas['AgentSummary'];
 export type Member = Schemas['Member'];
 /** A webhook endpoint (API.md "Webhooks"); the secret is never in it, see IssuedWebhookEndpoint. */
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];

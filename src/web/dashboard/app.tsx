@@ -5,6 +5,7 @@ import { Inbox, type InboxSnapshot } from './inbox.js';
 import { Logo } from './logo.js';
 import { lazyPage } from './lazy.js';
 import { InboxPage } from './pages/inbox.js';
+import { InvitationsNotice } from './pages/invitations.js';
 import { OrganizationsPage } from './pages/organizations.js';
 import { canManage, roleLabel } from './pages/roles.js';
 import { SignInPage } from './pages/sign-in.js';
@@ -140,6 +141,7 @@ function Shell({ session, user, organizations, org, page, onSignOut, signingOut 
             {organizations.length > 1 && (
               <a href={pathOf('organizations')} class="link-quiet" onClick={linkTo('organizations')} aria-label="Switch organization">Switch</a>
             )}
+            <InvitationsNotice session={session} />
           </div>
           <div class="account">
             <span class="account-email" title={user.email}>{user.email}</span>

@@ -1,9 +1,9 @@
 import type { z } from 'zod';
-import { AgentCreateSchema, AgentPatchSchema, AgentSchema, EmptyQuery, ErrorSchema, listOf, ModelProviderListSchema, PageQuery, PublishedSchema } from '../schemas.js';
+import { AgentCreateSchema, AgentPatchSchema, AgentSchema, AgentSummarySchema, EmptyQuery, ErrorSchema, listOf, ModelProviderListSchema, PageQuery, PublishedSchema } from '../schemas.js';
 import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
-import { agentView, pageView } from '../views.js';
+import { agentSummaryView, agentView, pageView } from '../views.js';
 
 /** `/v1/agents` routes (API.md "Agents"). */
 export function agentRoutes(s: Services): RouteDef[] {
@@ -18,10 +18,10 @@ export function agentRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      method: 'GET', path: '/v1/agents', tag: 'Agents', summary: 'List agents', access: ACCESS.member, query: PageQuery,
-      responses: [{ status: 200, description: 'Agents, newest first', schema: listOf(AgentSchema, 'AgentList') }],
+      method: 'GET', path: '/v1/agents', tag: 'Agents', summary: 'List agents (summaries: GET /v1/agents/{agent_id} has the instructions, tools and safety settings)', access: ACCESS.member, query: PageQuery,
+      responses: [{ status: 200, description: 'Agents, newest first', schema: listOf(AgentSummarySchema, 'AgentList') }],
       async handle({ principal, query }) {
-        return { kind: 'json', status: 200, body: pageView(await s.agents.list(principal.orgId, query), agentView) };
+        return { kind: 'json', status: 200, body: pageView(await s.agents.list(principal.orgId, query), agentSummaryView) };
       },
     },
     {
@@ -59,7 +59,7 @@ export function agentRoutes(s: Services): RouteDef[] {
     },
     {
       method: 'POST', path: '/v1/agents/{agent_id}/unpublish', tag: 'Agents', access: ACCESS.manage, query: EmptyQuery,
-      summary: 'Unpublish an agent: its public key stops working at once and its public sockets close (4404)',
+      summary: 'Unpublish: the public key stops working at once (its sockets close with 4404), and so do, for good, the visitor tokens of the conversations started through it',
       responses: [{ status: 200, description: 'The agent, unpublished', schema: AgentSchema }, { status: 404, description: 'Not found', schema: ErrorSchema }],
       async handle({ principal, params }) {
         return { kind: 'json', status: 200, body: agentView(await s.agents.unpublish(principal.orgId, params.agent_id!)) };

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { AppError } from '../../../errors/app-error.js';
 import { ACCESS, type PersonPrincipal, type Principal } from '../../../runtime/services/access.js';
-import { EmptyQuery, ErrorSchema, LoginSchema, LogoutSchema, MeSchema, RefreshSchema, SessionSchema, SocketTicketSchema } from '../schemas.js';
+import { EmptyQuery, ErrorSchema, InvitationAnswerSchema, LoginSchema, LogoutSchema, MeSchema, RefreshSchema, SessionSchema, SocketTicketSchema } from '../schemas.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
 import { meView, sessionView } from '../views.js';
@@ -21,7 +21,10 @@ function userOf(userId: string | undefined): string {
   return userId;
 }
 
-/** Person sign-in (SPEC.md 5.4-5.6, API.md "Auth endpoints") and `GET /v1/me`. */
+/**
+ * Person sign-in (SPEC.md 5.4-5.6, API.md "Auth endpoints"), `GET /v1/me`, and what a person does about
+ * their own memberships: answer invitations, leave an organization.
+ */
 export function authRoutes(s: Services): RouteDef[] {
   return [
     {
@@ -30,7 +33,7 @@ export function authRoutes(s: Services): RouteDef[] {
       responses: [
         { status: 200, description: 'Signed in', schema: SessionSchema },
         { status: 401, description: 'invalid_credentials: unknown e-mail or wrong password (one error for both)', schema: ErrorSchema },
-        { status: 429, description: 'rate_limited: too many failed sign-ins for this account or address (see Retry-After)', schema: ErrorSchema },
+        { status: 429, description: 'rate_limited: too many failed sign-ins from this address, on this account or in all, or the account is past its ceiling and this address failed on it lately (see Retry-After)', schema: ErrorSchema },
         { status: 503, description: 'overloaded: too many sign-ins being checked at once (see Retry-After)', schema: ErrorSchema },
       ],
       async handle({ body, req }: { body: z.infer<typeof LoginSchema>; req: { remoteAddress: string } }) {
@@ -69,10 +72,48 @@ export function authRoutes(s: Services): RouteDef[] {
     },
     {
       method: 'GET', path: '/v1/me', tag: 'Auth', access: ACCESS.self, query: EmptyQuery,
-      summary: 'The signed-in person and their organizations with their role in each (no X-Org-Id needed)',
+      summary: 'The signed-in person, their organizations with their role in each, and their pending invitations (no X-Org-Id needed)',
       responses: [{ status: 200, description: 'The person', schema: MeSchema }],
       async handle({ userId }) {
-        return { kind: 'json', status: 200, body: meView(await s.sessions.me(userOf(userId))) };
+        const me = await s.sessions.me(userOf(userId));
+        return { kind: 'json', status: 200, body: meView(me, await s.members.invitationsFor(me.user.id)) };
+      },
+    },
+    {
+      method: 'POST', path: '/v1/me/invitations/{invitation_id}/accept', tag: 'Auth', access: ACCESS.self, query: EmptyQuery,
+      summary: 'Accept an invitation of your e-mail: you become a member of its organization with its role (no X-Org-Id needed)',
+      responses: [
+        { status: 200, description: 'Accepted: the organization with your role there', schema: InvitationAnswerSchema },
+        { status: 404, description: 'not_found: no pending invitation with this id for your e-mail (expired, answered, replaced, or another person\'s)', schema: ErrorSchema },
+      ],
+      async handle({ userId, params }) {
+        const organization = await s.members.acceptInvitation(userOf(userId), params.invitation_id!);
+        return { kind: 'json', status: 200, body: { id: params.invitation_id!, status: 'accepted', organization } };
+      },
+    },
+    {
+      method: 'POST', path: '/v1/me/invitations/{invitation_id}/decline', tag: 'Auth', access: ACCESS.self, query: EmptyQuery,
+      summary: 'Decline an invitation of your e-mail (no X-Org-Id needed)',
+      responses: [
+        { status: 200, description: 'Declined', schema: InvitationAnswerSchema },
+        { status: 404, description: 'not_found: no pending invitation with this id for your e-mail', schema: ErrorSchema },
+      ],
+      async handle({ userId, params }) {
+        await s.members.declineInvitation(userOf(userId), params.invitation_id!);
+        return { kind: 'json', status: 200, body: { id: params.invitation_id!, status: 'declined' } };
+      },
+    },
+    {
+      method: 'DELETE', path: '/v1/me/organizations/{org_id}', tag: 'Auth', access: ACCESS.self, query: EmptyQuery,
+      summary: 'Leave an organization (no X-Org-Id needed); its last owner cannot leave',
+      responses: [
+        { status: 204, description: 'You are no longer a member' },
+        { status: 404, description: 'not_found: you are not a member of this organization', schema: ErrorSchema },
+        { status: 409, description: 'last_owner: you are its only owner; make someone else an owner first', schema: ErrorSchema },
+      ],
+      async handle({ userId, params }) {
+        await s.members.leave(userOf(userId), params.org_id!);
+        return { kind: 'empty', status: 204 };
       },
     },
   ];

@@ -28,7 +28,7 @@ import type { HttpResult, RouteDef } from '../types.js';
 const ForwardedChatSchema = z.object({
   org_id: z.string().min(1),
   agent_id: z.string().min(1),
-  via: z.enum(['api', 'public']),
+  via: z.union([z.literal('api'), z.object({ publicKey: z.string().min(1) }).strict()]),
   input: z.object({
     message: z.string(),
     conversation_id: z.string().optional(),

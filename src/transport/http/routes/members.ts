@@ -1,14 +1,15 @@
 import type { z } from 'zod';
 import { ACCESS } from '../../../runtime/services/access.js';
-import { EmptyQuery, ErrorSchema, listOf, MemberCreateSchema, MemberPatchSchema, MemberSchema, PageQuery } from '../schemas.js';
+import { EmptyQuery, ErrorSchema, InvitationSchema, listOf, MemberCreateSchema, MemberPatchSchema, MemberSchema, PageQuery } from '../schemas.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
-import { memberView, pageView } from '../views.js';
+import { invitationView, memberView, pageView } from '../views.js';
 import { personOf } from './auth.js';
 
 /**
  * `/v1/members`: the people of the organization in X-Org-Id and their roles. Any member may list them;
- * owners and admins change them (only an owner touches the owner role); the last owner stays (409 last_owner).
+ * owners and admins invite people (they join by accepting: `/v1/me/invitations/{id}/accept`) and change
+ * or remove members (only an owner touches the owner role); the last owner stays (409 last_owner).
  * A person only: an API key gets 403 forbidden.
  */
 export function memberRoutes(s: Services): RouteDef[] {
@@ -23,15 +24,14 @@ export function memberRoutes(s: Services): RouteDef[] {
     },
     {
       method: 'POST', path: '/v1/members', tag: 'Members', access: ACCESS.personManage, body: MemberCreateSchema, query: EmptyQuery,
-      summary: 'Add an existing person (by e-mail) with a role; only an owner may add an owner',
+      summary: 'Invite a person by e-mail with a role: they become a member when they accept (the same answer whether or not the e-mail has an account); inviting again replaces the pending invitation; only an owner may invite an owner',
       responses: [
-        { status: 201, description: 'The new member', schema: MemberSchema },
-        { status: 404, description: 'No person has this e-mail', schema: ErrorSchema },
-        { status: 409, description: 'already_member', schema: ErrorSchema },
+        { status: 202, description: 'The invitation, pending for 7 days', schema: InvitationSchema },
+        { status: 409, description: 'already_member: a member of this organization has this e-mail', schema: ErrorSchema },
       ],
       async handle({ principal, body }: { principal: Parameters<typeof personOf>[0]; body: z.infer<typeof MemberCreateSchema> }) {
         const actor = personOf(principal);
-        return { kind: 'json', status: 201, body: memberView(await s.members.add(actor, actor.orgId, body.email, body.role)) };
+        return { kind: 'json', status: 202, body: invitationView(await s.members.invite(actor, actor.orgId, actor.userId, body.email, body.role)) };
       },
     },
     {

@@ -2,9 +2,12 @@ import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
 import { buildOpenApi } from '../openapi.js';
-import { EmptyQuery } from '../schemas.js';
+import { EmptyQuery, ErrorSchema } from '../schemas.js';
 
-/** Probes, metrics and the OpenAPI document (API.md "Operations"); no credential needed. */
+/**
+ * Probes, metrics and the OpenAPI document (API.md "Operations"); no credential needed, except for the
+ * metrics when PARLEY_METRICS_TOKEN is set (checked by the health service, in constant time).
+ */
 export function operationRoutes(s: Services, allRoutes: () => RouteDef[]): RouteDef[] {
   let openapi: unknown;
   return [
@@ -22,9 +25,15 @@ export function operationRoutes(s: Services, allRoutes: () => RouteDef[]): Route
       },
     },
     {
-      method: 'GET', path: '/metrics', tag: 'Operations', summary: 'Prometheus metrics', access: ACCESS.public, query: EmptyQuery,
-      responses: [{ status: 200, description: 'Prometheus text format', contentType: 'text/plain' }],
-      async handle() {
+      method: 'GET', path: '/metrics', tag: 'Operations', access: ACCESS.public, query: EmptyQuery,
+      summary: 'Prometheus metrics; when the server sets PARLEY_METRICS_TOKEN, with "Authorization: Bearer <that token>"',
+      security: [{}, { metricsToken: [] }],
+      responses: [
+        { status: 200, description: 'Prometheus text format', contentType: 'text/plain' },
+        { status: 401, description: 'PARLEY_METRICS_TOKEN is set: missing_credentials (no Authorization header) or invalid_token (another token); WWW-Authenticate: Bearer', schema: ErrorSchema },
+      ],
+      async handle({ req }) {
+        s.health.checkMetricsAccess(req.headers.authorization);
         return { kind: 'text', status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', body: await s.metricsText() };
       },
     },

@@ -3,15 +3,16 @@ import { useState } from 'preact/hooks';
 import { ROLES, type Member, type Organization, type Page, type Role, type User } from '../api.js';
 import type { Session } from '../session.js';
 import { ConfirmDialog, ErrorAlert, Field, formatDate, ListFooter, messageOf, Modal, pageQuery, PageTitle, StatusMessage, usePagedList } from '../ui.js';
+import type { Invitation } from './invitations.js';
 import { canManage, roleLabel } from './roles.js';
 
 const memberId = (m: Member) => m.user_id;
 
 /**
- * The organization's members. Every member sees the list; owners and admins add people by e-mail,
- * change roles and remove members. Only an owner touches the owner role, so an admin sees owners
- * read-only and cannot grant `owner`; the server has the last word (403, 409 `last_owner`), and its
- * message is shown as it is.
+ * The organization's members. Every member sees the list and may leave; owners and admins invite people
+ * by e-mail (they join by accepting the invitation), change roles and remove members. Only an owner
+ * touches the owner role, so an admin sees owners read-only and cannot grant `owner`; the server has the
+ * last word (403, 409 `last_owner`), and its message is shown as it is.
  */
 export function MembersPage({ session, org, user }: { session: Session; org: Organization; user: User }) {
   const list = usePagedList<Member>((after) => session.request<Page<Member>>('GET', `/v1/members${pageQuery(after)}`), memberId, org.id);
@@ -59,13 +60,13 @@ export function MembersPage({ session, org, user }: { session: Session; org: Org
       </div>
       <StatusMessage message={flash} />
       <ErrorAlert message={error} />
-      {manager && <AddMember session={session} roles={grantable} onAdded={(m) => { setError(null); setFlash(`${m.email} was added as ${roleLabel(m.role).toLowerCase()}.`); list.reload(); }} />}
+      {manager && <AddMember session={session} roles={grantable} onInvited={(i) => { setError(null); setFlash(`${i.email} is invited as ${roleLabel(i.role).toLowerCase()}: they become a member when they accept.`); }} />}
       {list.items !== null && (
         <div class="table-wrap">
           <table class="table">
             <caption class="visually-hidden">Members of {org.name}</caption>
             <thead>
-              <tr><th scope="col">E-mail</th><th scope="col">Role</th><th scope="col">Member since</th>{manager && <th scope="col"><span class="visually-hidden">Actions</span></th>}</tr>
+              <tr><th scope="col">E-mail</th><th scope="col">Role</th><th scope="col">Member since</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr>
             </thead>
             <tbody>
               {list.items.map((m) => (
@@ -85,16 +86,14 @@ export function MembersPage({ session, org, user }: { session: Session; org: Org
                       : <span class="badge">{roleLabel(m.role)}</span>}
                   </td>
                   <td data-label="Member since">{formatDate(m.created_at)}</td>
-                  {manager && (
-                    <td class="cell-actions">
-                      {mayChange(m) && (
-                        <div class="actions">
-                          <button type="button" class="btn btn-sm btn-danger-quiet" aria-label={`Remove ${m.email}`}
-                            onClick={() => { setFlash(''); setError(null); setRemoving(m); }}>Remove</button>
-                        </div>
-                      )}
-                    </td>
-                  )}
+                  <td class="cell-actions">
+                    {(mayChange(m) || m.user_id === user.id) && (
+                      <div class="actions">
+                        <button type="button" class="btn btn-sm btn-danger-quiet" aria-label={m.user_id === user.id ? `Leave ${org.name}` : `Remove ${m.email}`}
+                          onClick={() => { setFlash(''); setError(null); setRemoving(m); }}>{m.user_id === user.id ? 'Leave' : 'Remove'}</button>
+                      </div>
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -103,15 +102,15 @@ export function MembersPage({ session, org, user }: { session: Session; org: Org
       )}
       <ListFooter list={list} noun="members" />
       {removing !== null && (
-        <RemoveDialog session={session} member={removing} self={removing.user_id === user.id} orgName={org.name}
+        <RemoveDialog session={session} member={removing} self={removing.user_id === user.id} orgId={org.id} orgName={org.name}
           onDone={(removed) => { setRemoving(null); if (removed) void afterChange(removing, `${removing.email} was removed.`); }} />
       )}
     </>
   );
 }
 
-/** The form that adds an existing person by e-mail with a role. */
-function AddMember({ session, roles, onAdded }: { session: Session; roles: readonly Role[]; onAdded: (m: Member) => void }) {
+/** The form that invites a person by e-mail with a role. */
+function AddMember({ session, roles, onInvited }: { session: Session; roles: readonly Role[]; onInvited: (i: Invitation) => void }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('operator');
   const [busy, setBusy] = useState(false);
@@ -122,9 +121,9 @@ function AddMember({ session, roles, onAdded }: { session: Session; roles: reado
     setBusy(true);
     setError(null);
     try {
-      const added = await session.request<Member>('POST', '/v1/members', { email: email.trim(), role });
+      const invited = await session.request<Invitation>('POST', '/v1/members', { email: email.trim(), role });
       setEmail('');
-      onAdded(added);
+      onInvited(invited);
     } catch (err) {
       setError(messageOf(err));
     } finally {
@@ -134,8 +133,8 @@ function AddMember({ session, roles, onAdded }: { session: Session; roles: reado
 
   return (
     <form class="card add-member" onSubmit={submit} aria-labelledby="add-member-title">
-      <h2 id="add-member-title" class="card-title">Add a member</h2>
-      <p class="muted small">The person needs a Parley account (<code>npm run parley -- users create</code>).</p>
+      <h2 id="add-member-title" class="card-title">Invite a member</h2>
+      <p class="muted small">They see the invitation when they sign in, and become a member when they accept it (within 7 days). Someone without a Parley account yet can accept once it exists (<code>npm run parley -- users create</code>).</p>
       <ErrorAlert message={error} />
       <div class="form-row">
         <Field id="member-email" label="E-mail">
@@ -146,21 +145,23 @@ function AddMember({ session, roles, onAdded }: { session: Session; roles: reado
             {roles.map((r) => <option key={r} value={r}>{roleLabel(r)}</option>)}
           </select>
         </Field>
-        <button type="submit" class="btn btn-primary" disabled={busy}>{busy ? 'Adding…' : 'Add member'}</button>
+        <button type="submit" class="btn btn-primary" disabled={busy}>{busy ? 'Inviting…' : 'Invite'}</button>
       </div>
     </form>
   );
 }
 
-/** Confirms and removes a member (`onDone(true)` when removed). */
-function RemoveDialog({ session, member, self, orgName, onDone }: {
-  session: Session; member: Member; self: boolean; orgName: string; onDone: (removed: boolean) => void;
+/** Confirms and removes a member, or the person themself leaves (`onDone(true)` when done). */
+function RemoveDialog({ session, member, self, orgId, orgName, onDone }: {
+  session: Session; member: Member; self: boolean; orgId: string; orgName: string; onDone: (removed: boolean) => void;
 }) {
   return (
-    <ConfirmDialog title={self ? `Leave ${orgName}?` : `Remove ${member.email}?`} confirmLabel={self ? 'Leave' : 'Remove member'} busyLabel="Removing…"
-      action={() => session.request<void>('DELETE', `/v1/members/${encodeURIComponent(member.user_id)}`)} onDone={onDone}>
+    <ConfirmDialog title={self ? `Leave ${orgName}?` : `Remove ${member.email}?`} confirmLabel={self ? 'Leave' : 'Remove member'} busyLabel={self ? 'Leaving…' : 'Removing…'}
+      action={() => (self
+        ? session.request<void>('DELETE', `/v1/me/organizations/${encodeURIComponent(orgId)}`, undefined, { org: false })
+        : session.request<void>('DELETE', `/v1/members/${encodeURIComponent(member.user_id)}`))} onDone={onDone}>
       <p>{self
-        ? `You lose access to ${orgName} at once. Another owner or admin can add you again.`
+        ? `You lose access to ${orgName} at once. An owner or admin can invite you again.`
         : `${member.email} loses access to ${orgName} at once, also in a browser where they are signed in. Their account stays.`}</p>
     </ConfirmDialog>
   );

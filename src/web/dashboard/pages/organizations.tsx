@@ -3,11 +3,13 @@ import type { Organization, User } from '../api.js';
 import { Logo } from '../logo.js';
 import { navigate } from '../router.js';
 import type { Session } from '../session.js';
+import { InvitationList } from './invitations.js';
 import { roleLabel } from './roles.js';
 
 /**
  * The organization picker, for a person in several organizations (or none): one button per
- * organization; the choice is remembered for the next visit.
+ * organization; the choice is remembered for the next visit. Pending invitations come first, to accept
+ * or decline (src/web/dashboard/pages/invitations.tsx).
  */
 export function OrganizationsPage({ session, user, organizations, current, onSignOut, signingOut }: {
   session: Session; user: User; organizations: Organization[]; current: Organization | null;
@@ -26,8 +28,9 @@ export function OrganizationsPage({ session, user, organizations, current, onSig
         <Logo />
         <h1>Choose an organization</h1>
         <p class="muted auth-lead">Signed in as {user.email}.</p>
+        <InvitationList session={session} />
         {organizations.length === 0
-          ? <p class="notice">You are not a member of any organization yet. Ask an owner of one to add you.</p>
+          ? <p class="notice">You are not a member of any organization yet. Ask an owner or admin of one to invite you.</p>
           : (
             <ul class="org-list" aria-label="Your organizations">
               {organizations.map((org) => (

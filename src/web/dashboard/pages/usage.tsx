@@ -1,6 +1,6 @@
 import '../shared.js';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import type { Agent, Organization, Schemas } from '../api.js';
+import type { AgentSummary, Organization, Schemas } from '../api.js';
 import { StackedBars, type Series } from '../chart.js';
 import { DAYS, lastDays, nextReset, perDay } from '../usage-days.js';
 import { unwrap } from '../client.js';
@@ -24,7 +24,7 @@ const dayOf = (iso: string) => new Date(`${iso}T00:00:00Z`);
  */
 export function UsagePage({ session, org }: { session: Session; org: Organization }) {
   const [rows, setRows] = useState<UsageDay[] | null>(null);
-  const [agents, setAgents] = useState<Agent[]>([]);
+  const [agents, setAgents] = useState<AgentSummary[]>([]);
   const [agentId, setAgentId] = useState<string>('');
   const [thresholds, setThresholds] = useState<Threshold[] | null>(null);
   const [error, setError] = useState<string | null>(null);
