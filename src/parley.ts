@@ -174,7 +174,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   await passwords.prepare();
   const throttle = new LoginThrottle({
     perAccount: config.auth.loginFailuresPerAccount, perAddress: config.auth.loginFailuresPerAddress,
-    accountCeiling: config.auth.loginAccountCeiling, windowMs: config.auth.loginWindowMs,
+    accountCeiling: config.auth.loginAccountCeiling, windowMs: config.auth.loginWindowMs, processes: () => registry.size,
   });
   // Access checks of persons are cached; the store feed drops what a change made stale, on every process.
   const accessCache = new AccessCache(store.memberships, store.refreshTokens);

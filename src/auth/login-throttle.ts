@@ -37,6 +37,12 @@ export interface LoginThrottleOptions {
   windowMs: number;
   /** Current time, ms (default Date.now). */
   now?: () => number;
+  /**
+   * Processes sharing the limits (the live processes of the store): the counters are per process, so each
+   * keeps its share of every budget (TokenBucketOptions.divisor) and together they allow about the
+   * configured numbers. Default 1.
+   */
+  processes?: () => number;
 }
 
 /** What take() returns: hand it back to refund() after a successful sign-in. */
@@ -74,9 +80,10 @@ export class LoginThrottle {
     this.now = now;
     this.windowMs = opts.windowMs;
     this.maxKeys = opts.maxKeys ?? 100_000;
-    this.addresses = new TokenBuckets({ capacity: opts.perAddress, windowMs: opts.windowMs, maxKeys: this.maxKeys, now });
-    this.pairs = new TokenBuckets({ capacity: opts.perAccount, windowMs: opts.windowMs, maxKeys: this.maxKeys, now });
-    this.accounts = new TokenBuckets({ capacity: opts.accountCeiling, windowMs: opts.windowMs, maxKeys: this.maxKeys, now });
+    const divisor = opts.processes;
+    this.addresses = new TokenBuckets({ capacity: opts.perAddress, windowMs: opts.windowMs, maxKeys: this.maxKeys, now, divisor });
+    this.pairs = new TokenBuckets({ capacity: opts.perAccount, windowMs: opts.windowMs, maxKeys: this.maxKeys, now, divisor });
+    this.accounts = new TokenBuckets({ capacity: opts.accountCeiling, windowMs: opts.windowMs, maxKeys: this.maxKeys, now, divisor });
   }
 
   /**

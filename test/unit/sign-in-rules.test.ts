@@ -91,6 +91,14 @@ describe('login throttle', () => {
     expect(t.take('ada@example.com', '10.0.0.1')).toMatchObject({ account: 'ada@example.com', address: '10.0.0.1' });
   });
 
+  it('a process among several keeps its share of the budget: with 2 processes, half the failures per address and account', () => {
+    const c = clock();
+    const t = new LoginThrottle({ perAccount: 4, perAddress: 100, accountCeiling: 100, windowMs: 60_000, now: c.now, processes: () => 2 });
+    t.take('ada@example.com', '10.0.0.1');
+    t.take('ada@example.com', '10.0.0.1');
+    expect(refusal(() => t.take('ada@example.com', '10.0.0.1'))).toMatchObject({ code: 'rate_limited', status: 429, headers: { 'Retry-After': '30' } });
+  });
+
   it('refuses an address that used its failures, for any account, and a refused attempt counts nowhere', () => {
     const c = clock();
     const t = new LoginThrottle({ perAccount: 100, perAddress: 2, accountCeiling: 100, windowMs: 10_000, now: c.now });
