@@ -157,6 +157,8 @@ export interface AgentsPort {
    * agent across the whole store: API.md "Credentials"), or undefined.
    */
   findByPublicKey(publicKey: string): Promise<AgentRecord | undefined>;
+  /** The organization's agents whose name is exactly `name` (case and spaces count), oldest first. */
+  findByName(orgId: string, name: string): Promise<AgentRecord[]>;
   /**
    * Publishes (`publicKey` a new `pk_...`) or unpublishes (`null`) the agent: sets `public_key`,
    * `published` and `updated_at` in one write. The updated record, or undefined when `orgId` has no
@@ -227,8 +229,11 @@ export interface ConversationsPort {
   /**
    * Creates a conversation together with its first message, in one commit (the chat hot path: the first
    * event a client sees waits for it). Durable when the promise resolves; nothing is stored if it rejects.
+   * `earlier` (optional): messages stored before `firstMessage` in that same commit, in order: a history
+   * the conversation starts with (the earlier messages of an OpenAI-compatible request, with `turn_id`
+   * null, so that start-up recovery never takes them for turns cut short).
    */
-  start(conversation: ConversationRecord, firstMessage: MessageRecord, events?: OutboxEvent[]): Promise<void>;
+  start(conversation: ConversationRecord, firstMessage: MessageRecord, events?: OutboxEvent[], earlier?: MessageRecord[]): Promise<void>;
   get(orgId: string, id: string): Promise<ConversationRecord | undefined>;
   /**
    * The organization's conversations matching `filter`, newest first. The cursor must name a conversation
@@ -266,8 +271,10 @@ export interface ConversationsPort {
    */
   listMessages(orgId: string, conversationId: string, page: PageRequest): Promise<Page<MessageRecord>>;
   /**
-   * The last `limit` completed messages for model context, in turn order (a turn's visitor message
-   * before its reply), so queued turns read as question/answer pairs.
+   * The last `limit` completed messages (by stored order) for model context, in turn order: the messages
+   * of a turn sit where its visitor message was stored, its visitor message before its reply, so queued
+   * turns read as question/answer pairs; a message of no turn (an operator's, an imported history's, one
+   * forwarded during a handoff) sits where it was stored.
    */
   history(conversationId: string, limit: number): Promise<MessageRecord[]>;
   /**

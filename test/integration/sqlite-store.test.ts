@@ -99,7 +99,7 @@ describe('sqlite: migrations', () => {
     v1.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(s.db.pragma('foreign_key_check')).toEqual([]);
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
@@ -112,7 +112,7 @@ describe('sqlite: migrations', () => {
 
     await expect(s.conversations.appendMessage({
       id: 'msg_x', conversation_id: 'conv_gone', org_id: 'org_A', turn_id: null, role: 'visitor', content: 'x', citations: [],
-      tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: T1,
+      tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, timing: null, created_at: T1,
     })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
     // A document from before the migration has no stored upload.
     expect(await s.knowledge.pendingDocuments()).toEqual([{ document: { ...doc('doc_old'), title: 'Old' }, content: null }]);
@@ -144,7 +144,7 @@ describe('sqlite: migrations', () => {
     v2.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect(await s.apiKeys.findByHash('h1')).toEqual({ id: 'key_1', org_id: 'org_A', name: 'old', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
     expect(await s.memberships.organizationsOf('usr_1')).toEqual([]);
     expect(await s.signingKeys.active()).toBeUndefined();
@@ -159,7 +159,7 @@ describe('sqlite: migrations', () => {
     v3.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect((await s.agents.get('org_A', 'agt_1'))?.allowed_origins).toEqual(['*']);
     expect((await s.conversations.get('org_A', 'conv_1'))?.visitor_token_hash).toBeNull();
     expect(s.db.prepare(`SELECT name FROM pragma_table_info('socket_tickets') WHERE name = 'session_id'`).all()).toEqual([{ name: 'session_id' }]);
@@ -173,7 +173,7 @@ describe('sqlite: migrations', () => {
     v4.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'walrus', 5)).toEqual([
       expect.objectContaining({ chunk_id: 'chk_1', heading: '', page: null }),
     ]);
@@ -194,7 +194,7 @@ describe('sqlite: migrations', () => {
     v8.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect(s.db.prepare(`SELECT id, embedding, embedding_model FROM chunks`).all()).toEqual([{ id: 'chk_1', embedding: null, embedding_model: null }]);
     expect((await s.knowledge.search('org_A', ['kb_1'], 'narwhal', 5)).map((h) => h.chunk_id)).toEqual(['chk_1']);
     expect(await s.knowledge.vectorSearch('org_A', ['kb_1'], 'm', new Float32Array([1, 0]), 5)).toEqual([]);
@@ -212,7 +212,7 @@ describe('sqlite: migrations', () => {
     const dir = tempDir();
     store(dir).db.close();
     const again = store(dir);
-    expect(again.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(10);
     expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 });

@@ -31,6 +31,7 @@ export function createAgents(db: Database.Database): AgentsPort {
   const byPublicKey = db.prepare('SELECT * FROM agents WHERE public_key = ? AND published = 1');
   const setPublicKey = db.prepare('UPDATE agents SET published = ?, public_key = ?, updated_at = ? WHERE org_id = ? AND id = ?');
   const orgOf = db.prepare('SELECT org_id FROM agents WHERE id = ?');
+  const byName = db.prepare('SELECT * FROM agents WHERE org_id = ? AND name = ? ORDER BY created_at, id');
   const list = new NewestFirstList(db, 'agents', 'org_id = ?', 'agent');
   return {
     async create(a) {
@@ -59,6 +60,9 @@ export function createAgents(db: Database.Database): AgentsPort {
     async findByPublicKey(publicKey) {
       const r = byPublicKey.get(publicKey) as Row | undefined;
       return r ? agentFromRow(r) : undefined;
+    },
+    async findByName(orgId, name) {
+      return (byName.all(orgId, name) as Row[]).map(agentFromRow);
     },
     async setPublicKey(orgId, id, publicKey, at) {
       if (setPublicKey.run(publicKey === null ? 0 : 1, publicKey, at, orgId, id).changes === 0) return undefined;

@@ -20,8 +20,8 @@ function prepare(db: Database.Database) {
     setStatus: db.prepare('UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?'),
     touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
     insertMessage: db.prepare(
-      `INSERT INTO messages (id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
-       VALUES (@id, @conversation_id, @org_id, @turn_id, @role, @content, @citations, @tool_runs, @usage, @status, @finish_reason, @error, @created_at)`),
+      `INSERT INTO messages (id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, timing, created_at)
+       VALUES (@id, @conversation_id, @org_id, @turn_id, @role, @content, @citations, @tool_runs, @usage, @status, @finish_reason, @error, @timing, @created_at)`),
     // Whether turn `turn_id` has its agent message (start-up recovery skips a turn answered meanwhile).
     turnAnswered: db.prepare("SELECT 1 FROM messages WHERE turn_id = ? AND role = 'agent' LIMIT 1"),
   };
@@ -41,6 +41,7 @@ function insertMessage(db: Database.Database, rec: MessageRecord): void {
   sql.insertMessage.run({
     ...rec, citations: toJson(rec.citations), tool_runs: toJson(rec.tool_runs),
     usage: rec.usage === null ? null : toJson(rec.usage), error: rec.error === null ? null : toJson(rec.error),
+    timing: rec.timing === null ? null : toJson(rec.timing),
   });
   sql.touch.run(rec.created_at, rec.conversation_id);
 }
@@ -69,10 +70,14 @@ export const CONVERSATION_WRITES = {
   createConversation(db: Database.Database, c: ConversationRecord): void {
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
   },
-  /** Inserts a conversation and its first message (one write: both or neither). */
-  startConversation(db: Database.Database, args: { conversation: ConversationRecord; message: MessageRecord; events?: OutboxEvent[] | undefined }): void {
+  /**
+   * Inserts a conversation, the messages `earlier` (an imported history, in order) and its first message
+   * (one write: all or nothing).
+   */
+  startConversation(db: Database.Database, args: { conversation: ConversationRecord; message: MessageRecord; events?: OutboxEvent[] | undefined; earlier?: MessageRecord[] | undefined }): void {
     const c = args.conversation;
     statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.created_at, c.updated_at);
+    if (args.earlier !== undefined) for (const m of args.earlier) insertMessage(db, m);
     insertMessage(db, args.message);
     writeOutbox(db, args.events);
   },

@@ -186,6 +186,13 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE chunks ADD COLUMN embedding_model TEXT;
   ALTER TABLE chunks ADD COLUMN embedding BLOB;
   `,
+  // 10: per-turn timing on agent messages (API.md "Chat", Timing: JSON, NULL on every other message and
+  // on every message stored before), and agents by exact name within an organization (the `model` of the
+  // OpenAI-compatible endpoints may be an agent's name).
+  `
+  ALTER TABLE messages ADD COLUMN timing TEXT;
+  CREATE INDEX agents_org_name ON agents(org_id, name);
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

@@ -10,7 +10,7 @@ import { DocumentStatusSchema, TEXT_CONTENT_TYPES } from '../../vocabulary/docum
 import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message.js';
 import { RoleSchema } from '../../vocabulary/role.js';
 import { StreamEventSchema } from '../../vocabulary/stream-event.js';
-import { CitationSchema, FinishReasonSchema, ToolRunSchema, TurnErrorSchema, UsageSchema } from '../../vocabulary/turn.js';
+import { CitationSchema, FinishReasonSchema, ToolRunSchema, TurnErrorSchema, TurnTimingSchema, UsageSchema } from '../../vocabulary/turn.js';
 import { USAGE_METRICS, USAGE_PERIODS, WEBHOOK_EVENT_TYPES } from '../../vocabulary/webhook.js';
 
 export { CitationSchema, ConversationStatusSchema, StreamEventSchema, ToolRunSchema, UsageSchema };
@@ -157,7 +157,9 @@ export const MessageSchema = z.object({
   id: z.string(), conversation_id: z.string(), turn_id: z.string().nullable(),
   role: MessageRoleSchema, content: z.string(), citations: z.array(CitationSchema),
   tool_runs: z.array(ToolRunSchema), usage: UsageSchema.nullable(), status: MessageStatusSchema,
-  finish_reason: FinishReasonSchema.nullable(), error: TurnErrorSchema.nullable(), created_at: time,
+  finish_reason: FinishReasonSchema.nullable(), error: TurnErrorSchema.nullable(),
+  timing: TurnTimingSchema.nullable().describe('Agent messages a turn stored (replies and failed replies): where the turn\'s time went (ms from the request\'s arrival); null on every other message'),
+  created_at: time,
 }).meta({ id: 'Message' });
 
 export const EmptyQuery = z.object({}).strict();

@@ -14,6 +14,8 @@ export interface HttpRequest {
   body: Buffer | null;
   requestId: string;
   remoteAddress: string;
+  /** performance.now() (ms) when the request arrived (its head was read): the origin of a turn's timing. */
+  arrivedAt: number;
   /**
    * Headers every response to this request carries, whatever it is (success, error, stream): the CORS
    * headers of a public endpoint, set by the dispatcher before the handler runs.
