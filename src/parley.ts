@@ -48,6 +48,7 @@ import { knowledgeRoutes } from './transport/http/routes/knowledge.js';
 import { operationRoutes } from './transport/http/routes/operations.js';
 import { handoffRoutes } from './transport/http/routes/handoff.js';
 import { publicRoutes } from './transport/http/routes/public.js';
+import { openAIRoutes } from './transport/http/routes/openai.js';
 import { socketRoutes } from './transport/ws/routes.js';
 import { ChannelFrames } from './transport/ws/server-frames.js';
 import type { Services } from './transport/http/services.js';
@@ -159,6 +160,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   routes.push(
     ...operationRoutes(services, () => routes), ...authRoutes(services), ...apiKeyRoutes(services), ...memberRoutes(services),
     ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services), ...handoffRoutes(services), ...publicRoutes(services),
+    ...openAIRoutes(services),
     ...webhookRoutes(services), ...usageRoutes(services),
   );
   const sockets = socketRoutes(services, {

@@ -128,7 +128,7 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
     ex.res.cork(() => {
       const sink = openSseResponse(ex, turnId, ending);
       open.add(ex);
-      ending.detach = opts.sse.attach(sink, result.channel, result.afterSeq);
+      ending.detach = opts.sse.attach(sink, result.channel, result.afterSeq, result.framer);
     });
     ex.onAbort = ending;
     releaseRequest(ex.req);
