@@ -20,6 +20,7 @@ import { answers } from './benchmarks/answers.js';
 import { webhooks } from './benchmarks/webhooks.js';
 import { vectorScan } from './benchmarks/vector-scan.js';
 import { retrieval } from './benchmarks/retrieval.js';
+import { openAICompat } from './benchmarks/openai-compat.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
@@ -38,6 +39,7 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   webhooks,
   'vector-scan': vectorScan,
   retrieval,
+  'openai-compat': openAICompat,
 };
 
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]
