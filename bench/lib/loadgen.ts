@@ -68,6 +68,8 @@ export interface SequentialResult { perTarget: Record<string, { ttft: Summary; c
 export interface TimingTarget {
   ok: number; errors: Errors; unreadable: number; negative: number;
   clientTtft: Summary; serverFirstToken: Summary; serverSetup: Summary; model: Summary; parley: Summary; clientMinusServer: Summary;
+  /** Client TTFT minus the server's model share, per turn: everything but the model, as the client sees it. */
+  clientMinusModel: Summary;
 }
 export interface TimingResult { perTarget: Record<string, TimingTarget>; wallS: number }
 /** One target's open-loop outcome. Times in ms, CPU in seconds. */
@@ -241,7 +243,7 @@ async function timing(job: Extract<Job, { type: 'timing' }>): Promise<TimingResu
   const t0 = now();
   const targets = job.targets.map(buildTarget);
   const conns = new Map<string, Conn>();
-  const names = ['clientTtft', 'serverFirstToken', 'serverSetup', 'model', 'parley', 'clientMinusServer'] as const;
+  const names = ['clientTtft', 'serverFirstToken', 'serverSetup', 'model', 'parley', 'clientMinusServer', 'clientMinusModel'] as const;
   const samples = new Map(targets.map((t) => [t.name, Object.fromEntries(names.map((n) => [n, new Samples(job.samples)])) as Record<(typeof names)[number], Samples>]));
   const counts = new Map(targets.map((t) => [t.name, { ok: 0, unreadable: 0, negative: 0, errors: newErrors() }]));
   const deadline = now() + job.deadlineMs;
@@ -267,6 +269,7 @@ async function timing(job: Extract<Job, { type: 'timing' }>): Promise<TimingResu
       s.model.push(split.model);
       s.parley.push(split.parley);
       s.clientMinusServer.push(split.clientMinusServer);
+      s.clientMinusModel.push(r.ttftMs - split.model);
       if (split.clientMinusServer < 0) n.negative++;
     }
   }
@@ -279,6 +282,7 @@ async function timing(job: Extract<Job, { type: 'timing' }>): Promise<TimingResu
       ...counts.get(t.name)!,
       clientTtft: s.clientTtft.summary(), serverFirstToken: s.serverFirstToken.summary(), serverSetup: s.serverSetup.summary(),
       model: s.model.summary(), parley: s.parley.summary(), clientMinusServer: s.clientMinusServer.summary(),
+      clientMinusModel: s.clientMinusModel.summary(),
     };
   }
   return { perTarget, wallS: (now() - t0) / 1000 };
