@@ -64,6 +64,9 @@ export async function openAICompat(ctx: Ctx): Promise<BenchOutcome> {
     const seq = await loadgen.run<SequentialResult>({ type: 'sequential', targets: specs, samples, deadlineMs: smoke ? 15_000 : 180_000, expectFirstMs: 0 }, 300_000);
 
     const cpu1 = hostCpu();
+    if (parley.child.exitCode !== null || parley.child.signalCode !== null) {
+      throw new Error(`the Parley server exited during the C=1 window (${parley.child.exitCode ?? parley.child.signalCode}):\n${parley.tail()}`);
+    }
     const othersPerS = ((cpu1.host - cpu0.host) - (cpu1.rig - cpu0.rig)) / ((cpu1.at - cpu0.at) / 1000);
 
     ctx.log(`openai-compat: the server's timing against the client's clock (${timedSamples} per endpoint, first delta after ${TIMED_TTFT_MS} ms)`);
@@ -106,7 +109,8 @@ export async function openAICompat(ctx: Ctx): Promise<BenchOutcome> {
         row('timing: server setup_ms', t.serverSetup),
         {
           ...row('timing: model share (upstream_first_byte - setup)', t.model), direct: directTimed.p50,
-          target: { text: `at least the mock's ${TIMED_TTFT_MS} ms in every turn (the model's time is never counted as Parley's)`, pass: t.model.count > 0 ? t.model.min >= TIMED_TTFT_MS : null },
+          // libuv's timers count whole ms from a cached loop time: the mock's 20 ms timer can fire up to 1 ms early.
+          target: { text: `at least the mock's ${TIMED_TTFT_MS} ms less its 1 ms timer granularity, in every turn (the model's time is never counted as Parley's)`, pass: t.model.count > 0 ? t.model.min >= TIMED_TTFT_MS - 1 : null },
         },
         row('timing: Parley share (setup + first_token - upstream_first_byte)', t.parley),
         row('timing: client TTFT - model share (all but the model, server figures)', t.clientMinusModel),
