@@ -24,10 +24,9 @@ export function timingOf(body: string): ServerTiming | undefined {
   let last: string | undefined;
   for (const m of body.matchAll(TIMING)) last = m[1];
   if (last === undefined) return undefined;
-  let parsed: unknown;
-  try { parsed = JSON.parse(last); } catch { return undefined; }
-  if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const o = parsed as Record<string, unknown>;
+  let o: Record<string, unknown>;
+  // The pattern only matches `{...}`: it parses to an object, or not at all.
+  try { o = JSON.parse(last) as Record<string, unknown>; } catch { return undefined; }
   for (const f of FIELDS) if (!(f in o) || (o[f] !== null && typeof o[f] !== 'number')) return undefined;
   return o as unknown as ServerTiming;
 }
