@@ -10,6 +10,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockUpstream, type MockUpstream } from '../helpers/mock-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { sendRaw } from '../helpers/raw-http.js';
 import { waitFor } from '../helpers/sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -96,6 +97,17 @@ describe('OpenAI-compatible endpoints (openai SDK, AI SDK)', () => {
       `queued;dur=${parley.timing.queued_ms}, setup;dur=${parley.timing.setup_ms}, upstream_first_byte;dur=${parley.timing.upstream_first_byte_ms}, `
       + `first_token;dur=${parley.timing.first_token_ms}, total;dur=${parley.timing.total_ms}`,
     );
+  });
+
+  it('counts its timing from the request\'s arrival: a body that takes 200 ms to come in shows in queued_ms', async () => {
+    const body = JSON.stringify({ model: echo, messages: [{ role: 'user', content: 'slow upload' }] });
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${srv.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+    const r = await sendRaw(srv.parley.port, [head + body.slice(0, 10), body.slice(10)], 5000, 200);
+    expect(r.status).toBe(200);
+    const completion = JSON.parse(r.text.slice(r.text.indexOf('\r\n\r\n') + 4)) as Json;
+    expect(completion.choices[0].message.content).toBe('You said: slow upload');
+    expect(completion.parley.timing.queued_ms).toBeGreaterThanOrEqual(200);
+    expect(r.text).toMatch(new RegExp(`\r\nServer-Timing: queued;dur=${completion.parley.timing.queued_ms}, `, 'i'));
   });
 
   it('takes an agent\'s exact name as the model, and 404 model_not_found (NotFoundError) for anything else', async () => {
