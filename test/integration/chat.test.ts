@@ -720,50 +720,6 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     }
   });
 
-  it('exposes its own overhead on /metrics: setup and first token per agent and model, upstream-byte-to-write, turn outcomes', async () => {
-    const metric = (text: string, name: string): number => {
-      const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-      return m ? Number(m[1]) : 0;
-    };
-    const before = await (await fetch(`${srv.url}/metrics`)).text();
-    const agent = await createAgent(srv, { name: 'Metrics echo', model: { provider: 'openai', name: 'echo' } });
-    const { events } = await chatStream(srv, agent, { message: 'count me' });
-    expect(d(events.at(-1)).type).toBe('done');
-    const after = await (await fetch(`${srv.url}/metrics`)).text();
-    const perAgent = `{provider="openai",model="echo",agent_id="${agent}"}`;
-    for (const name of [`parley_turn_setup_seconds_count${perAgent}`, `parley_turn_first_token_seconds_count${perAgent}`,
-      'parley_first_token_relay_seconds_count{provider="openai"}', 'parley_turns_total{outcome="succeeded"}']) {
-      expect(metric(after, name.replace(/[{}"]/g, (c) => `\\${c}`)), name).toBe(metric(before, name.replace(/[{}"]/g, (c) => `\\${c}`)) + 1);
-    }
-  });
-
-  it('exposes the model\'s own time to first token next to Parley\'s: a 150 ms upstream shows in both; a builtin turn only in Parley\'s', async () => {
-    const value = (text: string, name: string): number => {
-      const m = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text);
-      return m ? Number(m[1]) : 0;
-    };
-    const model = 'parley_model_first_token_seconds';
-    const first = 'parley_turn_first_token_seconds';
-    const before = await (await fetch(`${srv.url}/metrics`)).text();
-    const slow = await createAgent(srv, { name: 'Slow first token', model: { provider: 'openai', name: 'mock-deltas-2-ttft-150' } });
-    const { events } = await chatStream(srv, slow, { message: 'take your time' });
-    expect(d(events.at(-1)).type).toBe('done');
-    const after = await (await fetch(`${srv.url}/metrics`)).text();
-    expect(value(after, `${model}_count{provider="openai"}`)).toBe(value(before, `${model}_count{provider="openai"}`) + 1);
-    const modelS = value(after, `${model}_sum{provider="openai"}`) - value(before, `${model}_sum{provider="openai"}`);
-    const firstS = value(after, `${first}_sum{provider="openai",model="mock-deltas-2-ttft-150",agent_id="${slow}"}`);
-    expect(modelS).toBeGreaterThanOrEqual(0.15); // the mock waits 150 ms before its first delta
-    expect(firstS).toBeGreaterThanOrEqual(modelS); // Parley's first token includes the model's
-    // 150 ms or more: never in the 0.1 s bucket.
-    expect(value(after, `${model}_bucket{le="0.1",provider="openai"}`)).toBe(value(before, `${model}_bucket{le="0.1",provider="openai"}`));
-    // The builtin model has no upstream: nothing observed for it.
-    const builtin = await createAgent(srv, { name: 'Builtin', model: { provider: 'builtin', name: 'parley-builtin' } });
-    await chatStream(srv, builtin, { message: 'hello' });
-    const last = await (await fetch(`${srv.url}/metrics`)).text();
-    expect(last).not.toMatch(/parley_model_first_token_seconds_count\{provider="builtin"\}/);
-    expect(value(last, `${first}_count{provider="builtin",model="parley-builtin",agent_id="${builtin}"}`)).toBe(1);
-  });
-
   it('reports where a turn\'s time went: timing on the usage event and the stored reply, Server-Timing on a one-shot reply', async () => {
     const slow = await createAgent(srv, { name: 'Timed', model: { provider: 'openai', name: 'mock-deltas-2-ttft-150' } });
     const sentAt = performance.now();
@@ -807,6 +763,50 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     expect(failedReply.timing.first_token_ms).toBeNull();
     expect(failedReply.timing.upstream_first_byte_ms).toBeNull();
     expect(failedReply.timing.total_ms).toBeGreaterThanOrEqual(failedReply.timing.setup_ms);
+  });
+
+  it('exposes its own overhead on /metrics: setup and first token per agent and model, upstream-byte-to-write, turn outcomes', async () => {
+    const metric = (text: string, name: string): number => {
+      const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    const before = await (await fetch(`${srv.url}/metrics`)).text();
+    const agent = await createAgent(srv, { name: 'Metrics echo', model: { provider: 'openai', name: 'echo' } });
+    const { events } = await chatStream(srv, agent, { message: 'count me' });
+    expect(d(events.at(-1)).type).toBe('done');
+    const after = await (await fetch(`${srv.url}/metrics`)).text();
+    const perAgent = `{provider="openai",model="echo",agent_id="${agent}"}`;
+    for (const name of [`parley_turn_setup_seconds_count${perAgent}`, `parley_turn_first_token_seconds_count${perAgent}`,
+      'parley_first_token_relay_seconds_count{provider="openai"}', 'parley_turns_total{outcome="succeeded"}']) {
+      expect(metric(after, name.replace(/[{}"]/g, (c) => `\\${c}`)), name).toBe(metric(before, name.replace(/[{}"]/g, (c) => `\\${c}`)) + 1);
+    }
+  });
+
+  it('exposes the model\'s own time to first token next to Parley\'s: a 150 ms upstream shows in both; a builtin turn only in Parley\'s', async () => {
+    const value = (text: string, name: string): number => {
+      const m = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    const model = 'parley_model_first_token_seconds';
+    const first = 'parley_turn_first_token_seconds';
+    const before = await (await fetch(`${srv.url}/metrics`)).text();
+    const slow = await createAgent(srv, { name: 'Slow first token', model: { provider: 'openai', name: 'mock-deltas-2-ttft-150' } });
+    const { events } = await chatStream(srv, slow, { message: 'take your time' });
+    expect(d(events.at(-1)).type).toBe('done');
+    const after = await (await fetch(`${srv.url}/metrics`)).text();
+    expect(value(after, `${model}_count{provider="openai"}`)).toBe(value(before, `${model}_count{provider="openai"}`) + 1);
+    const modelS = value(after, `${model}_sum{provider="openai"}`) - value(before, `${model}_sum{provider="openai"}`);
+    const firstS = value(after, `${first}_sum{provider="openai",model="mock-deltas-2-ttft-150",agent_id="${slow}"}`);
+    expect(modelS).toBeGreaterThanOrEqual(0.15); // the mock waits 150 ms before its first delta
+    expect(firstS).toBeGreaterThanOrEqual(modelS); // Parley's first token includes the model's
+    // 150 ms or more: never in the 0.1 s bucket.
+    expect(value(after, `${model}_bucket{le="0.1",provider="openai"}`)).toBe(value(before, `${model}_bucket{le="0.1",provider="openai"}`));
+    // The builtin model has no upstream: nothing observed for it.
+    const builtin = await createAgent(srv, { name: 'Builtin', model: { provider: 'builtin', name: 'parley-builtin' } });
+    await chatStream(srv, builtin, { message: 'hello' });
+    const last = await (await fetch(`${srv.url}/metrics`)).text();
+    expect(last).not.toMatch(/parley_model_first_token_seconds_count\{provider="builtin"\}/);
+    expect(value(last, `${first}_count{provider="builtin",model="parley-builtin",agent_id="${builtin}"}`)).toBe(1);
   });
 
   it('publishes the event-loop delay since the previous scrape on /metrics', async () => {
