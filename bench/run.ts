@@ -21,6 +21,7 @@ import { webhooks } from './benchmarks/webhooks.js';
 import { vectorScan } from './benchmarks/vector-scan.js';
 import { retrieval } from './benchmarks/retrieval.js';
 import { authCheck } from './benchmarks/auth-check.js';
+import { openAICompat } from './benchmarks/openai-compat.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
@@ -40,6 +41,7 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   'vector-scan': vectorScan,
   retrieval,
   'auth-check': authCheck,
+  'openai-compat': openAICompat,
 };
 
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]

@@ -144,14 +144,10 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     store, models, tokens, bus, logger,
     maxQueuedTurns: config.maxQueuedTurns, idleUnloadMs: config.idleUnloadMs, maxToolSteps: config.maxToolSteps,
     retrievalK: config.retrievalK, search, turnReplayMs: config.turnReplayMs, replayBudgetBytes: config.turnReplayBytes, admission: config.admission, lag: metrics.loop,
-    onFirstToken: (turn, t) => {
-      const labels = { provider: turn.agent.model.provider };
-      metrics.firstToken.observe(labels, t.firstTokenMs / 1000);
-      metrics.turnSetup.observe(labels, t.setupMs / 1000);
-      if (t.relayMs !== undefined) metrics.firstTokenRelay.observe(labels, t.relayMs / 1000);
-      if (t.modelMs !== undefined) metrics.modelFirstToken.observe(labels, t.modelMs / 1000);
+    onTurnEnd: (turn, outcome) => {
+      metrics.turns.inc({ outcome });
+      if (outcome !== 'withdrawn') metrics.observeTurn(turn);
     },
-    onTurnEnd: (_turn, outcome) => metrics.turns.inc({ outcome }),
     outbox,
     cluster: { self, leaseMs: config.cluster.leaseMs, registry, peers },
   });

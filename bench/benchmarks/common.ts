@@ -41,6 +41,18 @@ export function parleyTarget(p: ParleyProc, agentId: string, stream: boolean, na
   };
 }
 
+/**
+ * Parley's OpenAI-compatible endpoint (`POST /v1/chat/completions`, the agent as the model): the same turn
+ * as parleyTarget underneath, answered as OpenAI chunks (counted like direct's).
+ */
+export function parleyOpenAITarget(p: ParleyProc, agentId: string, name: string = 'parley-openai'): TargetSpec {
+  return {
+    name, port: p.port, flavor: 'openai', method: 'POST', path: '/v1/chat/completions',
+    headers: { Authorization: `Bearer ${p.apiKey}`, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+    body: JSON.stringify({ model: agentId, messages: [{ role: 'user', content: MESSAGE }], stream: true }),
+  };
+}
+
 export function baselineTarget(b: BaselineProc, model: string, stream: boolean, name: string = 'baseline'): TargetSpec {
   return {
     name, port: b.port, flavor: 'events', method: 'POST', path: '/v1/chat',

@@ -6,12 +6,19 @@
 import { buildTarget, Conn, ConnPool, isTypedRefusal, type Exchange, type ExchangeResult, type Target, type TargetSpec } from './raw-client.js';
 import { cpuSeconds, hostBusySeconds, mainThreadCpuSeconds, tcpCounters, tcpDelta, waitForQuietHost, type QuietGate } from './proc.js';
 import { scrapeWindow } from './scrape.js';
+import { firstTokenSplit, timingOf } from './server-timing.js';
 import { Samples, summarize, type Summary } from './stats.js';
 import { pushCheck, pushClose, pushListen, pushRun, wsCheck, wsClose, wsOpen, wsStreams, type WsJob } from './ws-load.js';
 
 export type Job =
   | { type: 'warmup'; target: TargetSpec; count: number; concurrency: number; sse: boolean; timeoutMs: number }
   | { type: 'sequential'; targets: TargetSpec[]; samples: number; deadlineMs: number; expectFirstMs: number }
+  /**
+   * Like `sequential`, but each response's body is kept and the server's own timing figures read from it
+   * (bench/lib/server-timing.ts), to check them against this process's clock. Not a latency measurement:
+   * decoding bodies costs this client time.
+   */
+  | { type: 'timing'; targets: TargetSpec[]; samples: number; deadlineMs: number; expectFirstMs: number }
   | {
       type: 'open-loop'; targets: TargetSpec[]; rounds: number; rate: number; durationMs: number; drainMs: number;
       expectFirstMs: number; stallTimeoutMs: number; pauseMs: number; cpuPids: Record<string, Record<string, number>>;
@@ -51,6 +58,20 @@ export interface Errors {
 }
 
 export interface SequentialResult { perTarget: Record<string, { ttft: Summary; conversation: Summary; ok: number; errors: Errors }>; cpuS: number; wallS: number }
+/**
+ * One target's `timing` outcome, ms: the client's TTFT (every successful turn, also of a target that
+ * reports no timing, e.g. the mock called directly); the server's `first_token_ms` and `setup_ms`; per
+ * turn, the split of bench/lib/server-timing.ts `firstTokenSplit` (model, parley, client minus server);
+ * `negative`: turns whose client TTFT was below the server's first_token_ms (a clock that cannot be right);
+ * `unreadable`: successful turns without a readable timing.
+ */
+export interface TimingTarget {
+  ok: number; errors: Errors; unreadable: number; negative: number;
+  clientTtft: Summary; serverFirstToken: Summary; serverSetup: Summary; model: Summary; parley: Summary; clientMinusServer: Summary;
+  /** Client TTFT minus the server's model share, per turn: everything but the model, as the client sees it. */
+  clientMinusModel: Summary;
+}
+export interface TimingResult { perTarget: Record<string, TimingTarget>; wallS: number }
 /** One target's open-loop outcome. Times in ms, CPU in seconds. */
 export interface OpenLoopTarget {
   /** TTFT of the successful streams, from each request's scheduled time. */
@@ -215,6 +236,56 @@ async function sequential(job: Extract<Job, { type: 'sequential' }>): Promise<Se
   const perTarget: SequentialResult['perTarget'] = {};
   for (const t of targets) perTarget[t.name] = { ttft: ttfts.get(t.name)!.summary(), conversation: convs.get(t.name)!.summary(), ok: oks.get(t.name)!, errors: errs.get(t.name)! };
   return { perTarget, cpuS: cpuNow() - cpu0, wallS: (now() - t0) / 1000 };
+}
+
+/** The `timing` job: sequential turns, targets interleaved, each body read for the server's timing. */
+async function timing(job: Extract<Job, { type: 'timing' }>): Promise<TimingResult> {
+  const t0 = now();
+  const targets = job.targets.map(buildTarget);
+  const conns = new Map<string, Conn>();
+  const names = ['clientTtft', 'serverFirstToken', 'serverSetup', 'model', 'parley', 'clientMinusServer', 'clientMinusModel'] as const;
+  const samples = new Map(targets.map((t) => [t.name, Object.fromEntries(names.map((n) => [n, new Samples(job.samples)])) as Record<(typeof names)[number], Samples>]));
+  const counts = new Map(targets.map((t) => [t.name, { ok: 0, unreadable: 0, negative: 0, errors: newErrors() }]));
+  const deadline = now() + job.deadlineMs;
+  const sweeper = new Sweeper(30_000);
+  for (let round = 0; round < job.samples && now() < deadline; round++) {
+    for (let k = 0; k < targets.length; k++) {
+      const t: Target = targets[(round + k) % targets.length]!;
+      let c = conns.get(t.name);
+      if (!c || !c.reusable) { c?.destroy(); c = new Conn(t); conns.set(t.name, c); }
+      const ex = c.send({ sse: true, expectFirstMs: job.expectFirstMs, keepBody: 64 * 1024 });
+      sweeper.track(ex, c);
+      const r = await ex.done;
+      const n = counts.get(t.name)!;
+      if (!r.ok) { countError(n.errors, r); continue; }
+      n.ok++;
+      const s = samples.get(t.name)!;
+      s.clientTtft.push(r.ttftMs);
+      const server = timingOf(r.body);
+      const split = server === undefined ? undefined : firstTokenSplit(server, r.ttftMs);
+      if (server === undefined || split === undefined) { n.unreadable++; continue; }
+      s.serverFirstToken.push(server.first_token_ms!);
+      s.serverSetup.push(server.setup_ms!);
+      s.model.push(split.model);
+      s.parley.push(split.parley);
+      s.clientMinusServer.push(split.clientMinusServer);
+      s.clientMinusModel.push(r.ttftMs - split.model);
+      if (split.clientMinusServer < 0) n.negative++;
+    }
+  }
+  sweeper.stop();
+  for (const c of conns.values()) c.destroy();
+  const perTarget: Record<string, TimingTarget> = {};
+  for (const t of targets) {
+    const s = samples.get(t.name)!;
+    perTarget[t.name] = {
+      ...counts.get(t.name)!,
+      clientTtft: s.clientTtft.summary(), serverFirstToken: s.serverFirstToken.summary(), serverSetup: s.serverSetup.summary(),
+      model: s.model.summary(), parley: s.parley.summary(), clientMinusServer: s.clientMinusServer.summary(),
+      clientMinusModel: s.clientMinusModel.summary(),
+    };
+  }
+  return { perTarget, wallS: (now() - t0) / 1000 };
 }
 
 /**
@@ -429,7 +500,7 @@ async function streams(job: Extract<Job, { type: 'streams' }>): Promise<StreamsR
 function emptyResult(): ExchangeResult {
   return {
     ok: false, status: 0, error: undefined, errorBody: '', retryAfter: false, clientLimit: false, ttftMs: Number.NaN, idleMs: Number.NaN,
-    durationMs: 0, tokens: 0, frames: 0, maxGapMs: 0, bodyBytes: 0,
+    durationMs: 0, tokens: 0, frames: 0, body: '', maxGapMs: 0, bodyBytes: 0,
   };
 }
 
@@ -553,6 +624,7 @@ export async function runJob(job: Job): Promise<unknown> {
   switch (job.type) {
     case 'warmup': return warmup(job);
     case 'sequential': return sequential(job);
+    case 'timing': return timing(job);
     case 'open-loop': return openLoop(job);
     case 'streams': return streams(job);
     case 'connections-open': return connectionsOpen(job);

@@ -139,6 +139,8 @@ export interface ExchangeResult {
   durationMs: number;
   tokens: number;
   frames: number;
+  /** The body's first `keepBody` bytes as text (raw: chunk-size lines included); '' unless asked for. */
+  body: string;
   /** Largest silence in the stream: t0 -> first token (minus the expected TTFT) and every token gap. */
   maxGapMs: number;
   bodyBytes: number;
@@ -159,6 +161,11 @@ export interface ExchangeOptions {
   onIdle?: () => void;
   /** What makes the stream idle: its marker (default; `conversation` event or OpenAI head) or its first token. */
   idleOn?: 'marker' | 'token';
+  /**
+   * Keep the body's first this many bytes as text (ExchangeResult.body), for checks that read what the
+   * server said (its timing figures). Off by default: measurement runs never decode bodies.
+   */
+  keepBody?: number;
 }
 
 /**
@@ -197,6 +204,7 @@ export class Exchange {
   sawDone = false;
   sawError = false;
   finished = false;
+  private kept = '';
   /** Patterns: 0 token, 1 frame, 2 done, 3 error, 4 idle, 5 chunked end (SSE); or just the end. */
   private scanner: Scanner | undefined;
   private sseScan = false;
@@ -246,6 +254,8 @@ export class Exchange {
     }
     this.bodyRead += buf.length;
     if (this.status !== 200 && this.errText.length < 1024) this.errText += buf.toString('utf8', 0, Math.min(buf.length, 1024));
+    const keep = this.opts.keepBody;
+    if (keep !== undefined && this.kept.length < keep) this.kept += buf.toString('utf8', 0, Math.min(buf.length, keep - this.kept.length));
     if (this.chunked) {
       const h = this.hits;
       this.scanner!.scan(buf, h);
@@ -330,6 +340,7 @@ export class Exchange {
       durationMs: now - this.t0,
       tokens: this.tokens,
       frames: this.frames,
+      body: this.kept,
       maxGapMs: this.maxGap,
       bodyBytes: this.bodyRead,
     });

@@ -22,6 +22,8 @@ export const ERROR_CATALOGUE = {
   /** A public endpoint or socket called from a page whose Origin the published agent does not allow. */
   origin_not_allowed: { type: 'permission_error', status: 403 },
   not_found: { type: 'not_found_error', status: 404 },
+  /** The OpenAI-compatible endpoints: `model` names no agent of the organization (by id or exact name). */
+  model_not_found: { type: 'not_found_error', status: 404 },
   method_not_allowed: { type: 'invalid_request_error', status: 405 },
   conversation_closed: { type: 'conflict_error', status: 409 },
   turn_in_progress: { type: 'conflict_error', status: 409 },

@@ -2,6 +2,15 @@ import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefault
 import { LoopDelaySampler } from './loop-delay.js';
 
 
+/** What {@link Metrics.observeTurn} reads of a turn: its agent and its step times (performance.now() ms, 0 = did not happen). */
+export interface TurnSteps {
+  agent: { id: string; model: { provider: string; name: string } };
+  arrivedAt: number;
+  modelCalledAt: number;
+  firstTokenReceivedAt: number;
+  firstTokenAt: number;
+}
+
 /** Buckets for sub-second latencies, seconds: 0.1 ms .. 10 s. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -11,15 +20,21 @@ const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.
  */
 export class Metrics {
   readonly registry = new Registry();
-  /** Visitor message accepted -> first token written to the turn channel, seconds. */
+  /**
+   * Request arrived -> first token handed to the turn's subscribers, seconds, per agent and model (the
+   * `first_token_ms` of API.md "Chat", Timing).
+   */
   readonly firstToken = new Histogram({
-    name: 'parley_turn_first_token_seconds', help: 'Time from accepting a visitor message to its first token, seconds',
-    labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers: [this.registry],
+    name: 'parley_turn_first_token_seconds', help: 'Time from the arrival of a chat request to its first token, seconds, per agent and model',
+    labelNames: ['provider', 'model', 'agent_id'], buckets: LATENCY_BUCKETS, registers: [this.registry],
   });
-  /** Visitor message accepted -> model called (store writes, history, retrieval), seconds. */
+  /**
+   * Request arrived -> model called (admission, store writes, history, retrieval), seconds, per agent and
+   * model (the `setup_ms` of API.md "Chat", Timing).
+   */
   readonly turnSetup = new Histogram({
-    name: 'parley_turn_setup_seconds', help: 'Time from accepting a visitor message to calling the model (store, history, retrieval), seconds',
-    labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers: [this.registry],
+    name: 'parley_turn_setup_seconds', help: 'Time from the arrival of a chat request to calling the model (admission, store, history, retrieval), seconds, per agent and model',
+    labelNames: ['provider', 'model', 'agent_id'], buckets: LATENCY_BUCKETS, registers: [this.registry],
   });
   /** Upstream bytes of the first token arrived -> token written to every subscriber, seconds. */
   readonly firstTokenRelay = new Histogram({
@@ -82,6 +97,23 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
     this.loop = loop;
     this.loopResolution.set(loop.resolutionMs / 1000);
+  }
+
+  /**
+   * Observes an ended turn's step times (src/runtime/turn/turn.ts, performance.now() ms, 0 for a step that
+   * did not happen): setup and first token per agent and model, from the request's arrival; the relay of
+   * the first token and the model's own time to it, per provider, when the provider stamps the arrival of
+   * its bytes. Called at the turn's end, so no metric work delays its first token.
+   */
+  observeTurn(turn: TurnSteps): void {
+    const provider = turn.agent.model.provider;
+    const labels = { provider, model: turn.agent.model.name, agent_id: turn.agent.id };
+    if (turn.modelCalledAt !== 0) this.turnSetup.observe(labels, (turn.modelCalledAt - turn.arrivedAt) / 1000);
+    if (turn.firstTokenAt === 0) return;
+    this.firstToken.observe(labels, (turn.firstTokenAt - turn.arrivedAt) / 1000);
+    if (turn.firstTokenReceivedAt === 0) return;
+    this.firstTokenRelay.observe({ provider }, (turn.firstTokenAt - turn.firstTokenReceivedAt) / 1000);
+    this.modelFirstToken.observe({ provider }, (turn.firstTokenReceivedAt - turn.modelCalledAt) / 1000);
   }
 
   /** Makes `parley_ingest_workers` read `source` (the ingestion pool's `threads` and `warmedUp`) at each scrape. */

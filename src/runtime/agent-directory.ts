@@ -18,6 +18,8 @@ export class AgentDirectory {
   private readonly entries = new Map<string, Entry>();
   /** Published agents by public key (public endpoints: every request names the key, not the agent). */
   private readonly published = new Map<string, Entry>();
+  /** Agents by organization and exact name (the `model` of the OpenAI-compatible endpoints). */
+  private readonly named = new Map<string, Entry>();
 
   constructor(private readonly store: Store, private readonly ttlMs = 2_000, private readonly maxEntries = 10_000) {}
 
@@ -52,12 +54,33 @@ export class AgentDirectory {
     });
   }
 
-  /** Forgets the agent (after this instance changed or deleted it), also under its public key. */
+  /**
+   * The organization's agent named exactly `name` (the oldest when several are: AgentsPort.findByName), or
+   * undefined, read through the same kind of cache: synchronously from it, else a promise of the store read.
+   */
+  byName(orgId: string, name: string): AgentRecord | undefined | Promise<AgentRecord | undefined> {
+    const key = `${orgId}/${name}`;
+    const hit = this.named.get(key);
+    const now = Date.now();
+    if (hit !== undefined && hit.expiresAt > now) return hit.agent;
+    return this.store.agents.findByName(orgId, name).then((found) => {
+      const agent = found[0];
+      if (agent !== undefined) this.rememberIn(this.named, key, agent, now);
+      else this.named.delete(key);
+      return agent;
+    });
+  }
+
+  /**
+   * Forgets the agent (after this instance changed or deleted it), also under its public key, and every
+   * name lookup (a rename or a delete can change which agent a name finds).
+   */
   invalidate(orgId: string, agentId: string): void {
     const key = `${orgId}/${agentId}`;
     const known = this.entries.get(key)?.agent.public_key;
     if (known) this.published.delete(known);
     this.entries.delete(key);
+    this.named.clear();
   }
 
   /** Forgets what is cached under a public key (the key was unpublished: it stops at once). */

@@ -42,6 +42,32 @@ export interface ChatInput {
   signal?: AbortSignal | undefined;
 }
 
+/** A message of the history a new conversation starts with (TurnOptions.history). */
+export interface HistoryMessage {
+  role: 'visitor' | 'agent';
+  content: string;
+}
+
+/** How a turn is asked for, beyond the message itself (ChatService.send). */
+export interface TurnOptions {
+  /**
+   * performance.now() (ms) when the request (or socket frame) that asks for the turn arrived: the origin
+   * of the turn's timing (API.md "Chat", Timing). Default: when `send` is called.
+   */
+  arrivedAt?: number;
+  /**
+   * A new conversation only (ignored with `conversation_id`): messages the conversation starts with, oldest
+   * first, stored before the visitor message in the same commit (with no turn) and given to the model as
+   * its history. The OpenAI-compatible endpoint passes a request's earlier user and assistant messages.
+   */
+  history?: HistoryMessage[];
+  /**
+   * The client's own instructions for this turn (OpenAI-compatible `system` messages): the model gets
+   * them after the agent's instructions, never in their place. Not stored.
+   */
+  clientInstructions?: string;
+}
+
 /**
  * Where a message comes from: the API (an API key or a person: the organization's own clients) or a
  * public key (a visitor of a published agent: the conversation is bound to a visitor token).
@@ -67,7 +93,6 @@ export interface ChatServiceOptions {
   /** Cap on the memory of the replay of all finished turns together, bytes (PARLEY_TURN_REPLAY_BYTES; default 64 MiB). */
   replayBudgetBytes?: number;
   historyLimit?: number;
-  onFirstToken?: TurnRunnerDeps['onFirstToken'];
   onTurnEnd?: TurnRunnerDeps['onTurnEnd'];
   /** Replaces the conversation machine (tests inject faults); default: the real one. */
   conversationLogic?: ConversationLogic;
@@ -152,7 +177,6 @@ export class ChatService {
       search: opts.search ?? createKnowledgeSearch({ knowledge: opts.store.knowledge }),
       requestHandoff: (turn, reason) =>
         this.control.requestHandoff(turn.orgId, turn.conversationId, { by: 'agent', turnId: turn.id, reason }).then((c) => c.status),
-      ...(opts.onFirstToken ? { onFirstToken: opts.onFirstToken } : {}),
       ...(opts.onTurnEnd ? { onTurnEnd: opts.onTurnEnd } : {}),
       ...(opts.httpTools ? { httpTools: opts.httpTools } : {}),
     };
@@ -196,33 +220,39 @@ export class ChatService {
    * missing or wrong one, or a conversation that was not started publicly, is `not_found` (404: whether
    * the conversation exists is not told).
    */
-  async send(orgId: string, agentId: string, input: ChatInput, via: ChatChannel = 'api', hereOnly = false): Promise<TurnChannel> {
+  async send(orgId: string, agentId: string, input: ChatInput, via: ChatChannel = 'api', options: SendOptions = NO_OPTIONS): Promise<TurnChannel> {
     if (this.draining) throw new AppError('shutting_down', 'The server is shutting down; retry on another instance.');
-    if (input.conversation_id === undefined) return this.admitted(orgId, agentId, input, via, undefined);
+    const arrivedAt = options.arrivedAt ?? performance.now();
+    if (input.conversation_id === undefined) return this.admitted(orgId, agentId, input, via, undefined, arrivedAt, options);
     // A conversation that goes on: checked here (reads work on every process), then run where it is owned.
     const existing = await this.opts.store.conversations.get(orgId, input.conversation_id);
     if (!existing || existing.agent_id !== agentId) throw new AppError('not_found', 'No such conversation.');
     if (via !== 'api' && !visitorTokenMatches(existing, input.visitor_token, via.publicKey)) throw new AppError('not_found', 'No such conversation.');
     return this.onOwner(existing.id,
-      (fence) => this.admitted(orgId, agentId, input, via, { conversation: existing, fence }),
+      (fence) => this.admitted(orgId, agentId, input, via, { conversation: existing, fence }, arrivedAt, options),
       async (url) => {
         const mirror = await this.remote!.send(url, {
           org_id: orgId, agent_id: agentId, via,
           input: { message: input.message, conversation_id: input.conversation_id, metadata: input.metadata, visitor_token: input.visitor_token },
+          // The owner counts the turn's timing from this request's arrival here (clocks of two processes differ).
+          elapsed_ms: performance.now() - arrivedAt,
+          ...(options.clientInstructions ? { client_instructions: options.clientInstructions } : {}),
         });
         // A stop the client sent before it knew the turn (ChatInput.signal) reaches the owner as a cancel.
         if (input.signal !== undefined) cancelRemoteOnAbort(this.control, mirror, input.signal, this.opts.logger);
         return mirror;
       },
-      hereOnly);
+      options.hereOnly === true);
   }
 
   /** `accept` under an admission slot (admission control first, before any other work). */
-  private async admitted(orgId: string, agentId: string, input: ChatInput, via: ChatChannel, owned: Owned | undefined): Promise<TurnChannel> {
+  private async admitted(
+    orgId: string, agentId: string, input: ChatInput, via: ChatChannel, owned: Owned | undefined, arrivedAt: number, options: TurnOptions,
+  ): Promise<TurnChannel> {
     const slot = this.admission.acquire();
     const release = typeof slot === 'function' ? slot : await slot;
     try {
-      return await this.accept(orgId, agentId, input, release, via, owned);
+      return await this.accept(orgId, agentId, input, release, via, owned, arrivedAt, options);
     } catch (err) {
       release();
       throw err;
@@ -259,7 +289,9 @@ export class ChatService {
     }
   }
 
-  private async accept(orgId: string, agentId: string, input: ChatInput, release: Release, via: ChatChannel, owned: Owned | undefined): Promise<TurnChannel> {
+  private async accept(
+    orgId: string, agentId: string, input: ChatInput, release: Release, via: ChatChannel, owned: Owned | undefined, arrivedAt: number, options: TurnOptions,
+  ): Promise<TurnChannel> {
     const { store } = this.opts;
     const found = this.agents.get(orgId, agentId);
     const agent = found instanceof Promise ? await found : found;
@@ -270,7 +302,7 @@ export class ChatService {
     const visitorMessage = (conversationId: string): MessageRecord => ({
       id: newId('msg'), conversation_id: conversationId, org_id: orgId, turn_id: turnId, role: 'visitor',
       content: input.message, citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null,
-      error: null, created_at: now,
+      error: null, timing: null, created_at: now,
     });
 
     let conversation: ConversationRecord;
@@ -280,6 +312,8 @@ export class ChatService {
     let actor: ConversationActor | undefined;
     let visitorToken: string | undefined;
     let fence: Fence;
+    /** A new conversation's imported history (TurnOptions.history), stored before its first message. */
+    let earlier: MessageRecord[] | undefined;
     const isNew = input.conversation_id === undefined;
     if (isNew) {
       // A new conversation's actor always takes its first turn: the commit of the conversation and its
@@ -293,16 +327,18 @@ export class ChatService {
         id: newId('conv'), org_id: orgId, agent_id: agent.id, status: 'active', metadata: input.metadata ?? {},
         visitor_token_hash: tokenHash, public_key: via === 'api' ? null : via.publicKey, created_at: now, updated_at: now,
       };
+      if (options.history !== undefined && options.history.length > 0) earlier = historyRecords(conversation.id, orgId, options.history, now);
       message = visitorMessage(conversation.id);
       // Webhook events go in the same commit (the outbox); `events` is undefined (no cost) without an endpoint.
       events = this.outbox.wants(orgId) ? this.outbox.events(orgId, [
         { type: 'conversation.created', data: { conversation_id: conversation.id, agent_id: agent.id, metadata: conversation.metadata, created_at: now } },
+        ...(earlier ?? []).map((m) => messageCreated(m, agent.id)),
         messageCreated(message, agent.id),
       ], now) : undefined;
       // The conversation's first lease (this process owns what it creates) goes in the same commit.
       const lease = this.placement.newLease();
       fence = this.placement.adopt(conversation.id, lease.until);
-      stored = store.conversations.start(conversation, message, events, lease);
+      stored = store.conversations.start(conversation, message, events, { lease, earlier });
       stored.catch(() => {});
     } else {
       conversation = owned!.conversation;
@@ -321,7 +357,9 @@ export class ChatService {
     const turn = new Turn({
       id: turnId, conversationId: conversation.id, orgId, agent, visitorMessageId: message.id, question: input.message,
       newConversation: isNew, channel: this.turns.channelFor(turnId, conversation.id, orgId),
-      releaseSetup: release, fence,
+      releaseSetup: release, fence, arrivedAt,
+      ...(earlier !== undefined ? { seedHistory: earlier } : {}),
+      ...(options.clientInstructions ? { clientInstructions: options.clientInstructions } : {}),
     });
     if (input.signal !== undefined) cancelOnAbort(turn, input.signal);
     const request = { type: 'turn.requested', turn } as const;
@@ -380,6 +418,12 @@ export class ChatService {
     if (isNew) {
       this.opts.bus.publish({ type: 'conversation.created', org_id: orgId, data: { conversation_id: conversation.id, agent_id: agent.id } });
       this.live.conversationCreated(orgId, conversation.id, agent.id);
+      if (earlier !== undefined) {
+        for (const m of earlier) {
+          this.opts.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: m.id, role: m.role } });
+          this.live.messageCreated(m);
+        }
+      }
     }
     this.opts.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: message.id, role: 'visitor' } });
     this.live.messageCreated(message);
@@ -567,6 +611,28 @@ export class ChatService {
   get isDraining(): boolean {
     return this.draining;
   }
+}
+
+const NO_OPTIONS: SendOptions = {};
+
+/**
+ * ChatService.send's options: the turn's (TurnOptions), and `hereOnly`: the request was forwarded to this
+ * process by another (src/transport/http/routes/internal.ts), so it never forwards again (NotOwner instead).
+ */
+export interface SendOptions extends TurnOptions {
+  hereOnly?: boolean;
+}
+
+/**
+ * The stored form of a new conversation's imported history: completed messages of no turn (so start-up
+ * recovery never takes one for a turn cut short), ids made in order (so they sort before the first visitor
+ * message, whose id is made after them), all at `at`.
+ */
+function historyRecords(conversationId: string, orgId: string, history: HistoryMessage[], at: string): MessageRecord[] {
+  return history.map((h) => ({
+    id: newId('msg'), conversation_id: conversationId, org_id: orgId, turn_id: null, role: h.role, content: h.content,
+    citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, timing: null, created_at: at,
+  }));
 }
 
 /** A conversation this process owns, with the fence its writes carry. */

@@ -207,7 +207,7 @@ export class ConversationControl {
     if (actor.getSnapshot().context.status === 'closed') throw new AppError('conversation_closed', 'This conversation is closed.');
     const message: MessageRecord = {
       id: newId('msg'), conversation_id: conversation.id, org_id: orgId, turn_id: null, role: 'operator', content,
-      citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: new Date().toISOString(),
+      citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, timing: null, created_at: new Date().toISOString(),
     };
     const events = this.deps.outbox.events(orgId, [messageCreated(message, conversation.agent_id)], message.created_at);
     await this.deps.store.conversations.appendMessage(message, events, fence);

@@ -199,6 +199,8 @@ export interface AgentsPort {
    * agent across the whole store: API.md "Credentials"), or undefined.
    */
   findByPublicKey(publicKey: string): Promise<AgentRecord | undefined>;
+  /** The organization's agents whose name is exactly `name` (case and spaces count), oldest first. */
+  findByName(orgId: string, name: string): Promise<AgentRecord[]>;
   /**
    * Publishes (`publicKey` a new `pk_...`) or unpublishes (`null`) the agent: sets `public_key`,
    * `published` and `updated_at` in one write. The updated record, or undefined when `orgId` has no
@@ -278,10 +280,16 @@ export interface ConversationsPort {
   create(rec: ConversationRecord): Promise<void>;
   /**
    * Creates a conversation together with its first message, in one commit (the chat hot path: the first
-   * event a client sees waits for it), and, with `lease`, its first lease (fence 1) for the process that
-   * will run it. Durable when the promise resolves; nothing is stored if it rejects.
+   * event a client sees waits for it). Durable when the promise resolves; nothing is stored if it rejects.
+   * `extra.lease`: the conversation's first lease (fence 1) for the process that will run it.
+   * `extra.earlier`: messages stored before `firstMessage` in that same commit, in order: a history the
+   * conversation starts with (the earlier messages of an OpenAI-compatible request, with `turn_id` null,
+   * so that recovery never takes them for turns cut short).
    */
-  start(conversation: ConversationRecord, firstMessage: MessageRecord, events?: OutboxEvent[], lease?: { owner: LeaseOwner; until: string }): Promise<void>;
+  start(
+    conversation: ConversationRecord, firstMessage: MessageRecord, events?: OutboxEvent[],
+    extra?: { lease?: { owner: LeaseOwner; until: string } | undefined; earlier?: MessageRecord[] | undefined },
+  ): Promise<void>;
   get(orgId: string, id: string): Promise<ConversationRecord | undefined>;
   /**
    * The conversation whose visitor token hash is `visitorTokenHash` (SHA-256 hex), whatever its
@@ -333,8 +341,10 @@ export interface ConversationsPort {
   /** Message `id` of `orgId`, or undefined (a socket of another process follows a conversation: FeedChange `message`). */
   getMessage(orgId: string, id: string): Promise<MessageRecord | undefined>;
   /**
-   * The last `limit` completed messages for model context, in turn order (a turn's visitor message
-   * before its reply), so queued turns read as question/answer pairs.
+   * The last `limit` completed messages (by stored order) for model context, in turn order: the messages
+   * of a turn sit where its visitor message was stored, its visitor message before its reply, so queued
+   * turns read as question/answer pairs; a message of no turn (an operator's, an imported history's, one
+   * forwarded during a handoff) sits where it was stored.
    */
   history(conversationId: string, limit: number): Promise<MessageRecord[]>;
   /**

@@ -7,7 +7,7 @@ import type { ConversationStatus } from '../vocabulary/conversation.js';
 import type { MessageRole, MessageStatus } from '../vocabulary/message.js';
 import type { AgentTool, ModelChoice, SafetySettings } from '../vocabulary/agent.js';
 import type { Role } from '../vocabulary/role.js';
-import type { Citation, FinishReason, ToolRun, TurnError, Usage } from '../vocabulary/turn.js';
+import type { Citation, FinishReason, ToolRun, TurnError, TurnTiming, Usage } from '../vocabulary/turn.js';
 import type { DeliveryStatus, EndpointDisabledReason, UsageMetric, UsagePeriod } from '../vocabulary/webhook.js';
 
 export type { ConversationStatus, DocumentStatus, MessageRole, MessageStatus, Citation, ToolRun, Usage, ModelChoice, SafetySettings, Role, AgentTool };
@@ -283,6 +283,12 @@ export interface MessageRecord {
   /** The `done` finish reason of the turn this message ended; null for visitor and operator messages and failed replies. */
   finish_reason: FinishReason | null;
   error: TurnError | null;
+  /**
+   * Where the turn's time went (API.md "Chat", Timing), on agent messages stored by a turn (replies and
+   * failed replies); null on every other message (visitor, operator, imported history, replies stored by
+   * start-up recovery).
+   */
+  timing: TurnTiming | null;
   created_at: string;
 }
 

@@ -5,7 +5,7 @@
  * `error`. The same objects go out as SSE `data:` lines and as WebSocket frames.
  */
 import { z } from 'zod';
-import { CitationSchema, FinishReasonSchema, ToolCallSchema, ToolResultSchema, TurnErrorSchema, UsageSchema } from './turn.js';
+import { CitationSchema, FinishReasonSchema, ToolCallSchema, ToolResultSchema, TurnErrorSchema, TurnTimingSchema, UsageSchema } from './turn.js';
 
 export const StreamEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('conversation'), conversation_id: z.string(), turn_id: z.string(), visitor_token: z.string().optional() }),
@@ -15,7 +15,7 @@ export const StreamEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('citations'), citations: z.array(CitationSchema) }),
   z.object({ type: z.literal('replace'), delta: z.string() }),
   z.object({ type: z.literal('message'), message_id: z.string() }),
-  z.object({ type: z.literal('usage'), usage: UsageSchema }),
+  z.object({ type: z.literal('usage'), usage: UsageSchema, timing: TurnTimingSchema }),
   z.object({ type: z.literal('done'), finish_reason: FinishReasonSchema }),
   z.object({ type: z.literal('error'), error: TurnErrorSchema }),
 ]).meta({ id: 'StreamEvent', description: 'One SSE `data:` line (`id:` is `<turn_id>:<seq>`) or one WebSocket frame.' });

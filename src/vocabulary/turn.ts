@@ -35,6 +35,24 @@ export const UsageSchema = z.object({
 }).meta({ id: 'Usage' });
 export type Usage = z.infer<typeof UsageSchema>;
 
+const milestone = (what: string) => z.number().nullable().describe(`ms from the request's arrival to ${what}; null when it did not happen`);
+
+/**
+ * Where a turn's time went (API.md "Chat", Timing): each figure is milliseconds from the arrival of the
+ * request that asked for the turn (the HTTP request, or the socket frame) to a step of the turn, or null
+ * when the turn never reached that step. Carried by the `usage` event and stored with the agent message.
+ * `first_token_ms - upstream_first_byte_ms` is Parley's relay of the first token; `upstream_first_byte_ms
+ * - setup_ms` is the model's own time to it (network included).
+ */
+export const TurnTimingSchema = z.object({
+  queued_ms: milestone('the turn starting (admission control and the turns ahead of it in its conversation passed)'),
+  setup_ms: milestone('the first model call (the visitor message stored, history and passages loaded)'),
+  upstream_first_byte_ms: milestone('the arrival of the upstream bytes that carried the first token (null for the builtin model, which has no upstream)'),
+  first_token_ms: milestone('the first token handed to the turn\'s subscribers'),
+  total_ms: milestone('the reply being complete (just before it is stored)'),
+}).meta({ id: 'TurnTiming' });
+export type TurnTiming = z.infer<typeof TurnTimingSchema>;
+
 /** A knowledge-base passage a reply used; `score` is higher-is-better (bm25, sign flipped). */
 export const CitationSchema = z.object({
   document_id: z.string(), chunk_id: z.string(), title: z.string(), snippet: z.string(), score: z.number(),

@@ -904,6 +904,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OpenAI chat completions with an agent as the model: one-shot (chat.completion) or streamed (chat.completion.chunk, then data: [DONE])
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        post: operations["postV1ChatCompletions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's agents as OpenAI models, newest first (not paged)
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        get: operations["getV1Models"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * The organization's agents as OpenAI models, newest first (not paged) (headers only)
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        head: operations["headV1Models"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One agent as an OpenAI model, by agent id or exact name
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        get: operations["getV1ModelsModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * One agent as an OpenAI model, by agent id or exact name (headers only)
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        head: operations["headV1ModelsModel"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/events": {
         parameters: {
             query?: never;
@@ -1246,6 +1314,18 @@ export interface components {
             output_tokens: number;
             total_tokens: number;
         };
+        TurnTiming: {
+            /** @description ms from the request's arrival to the turn starting (admission control and the turns ahead of it in its conversation passed); null when it did not happen */
+            queued_ms: number | null;
+            /** @description ms from the request's arrival to the first model call (the visitor message stored, history and passages loaded); null when it did not happen */
+            setup_ms: number | null;
+            /** @description ms from the request's arrival to the arrival of the upstream bytes that carried the first token (null for the builtin model, which has no upstream); null when it did not happen */
+            upstream_first_byte_ms: number | null;
+            /** @description ms from the request's arrival to the first token handed to the turn's subscribers; null when it did not happen */
+            first_token_ms: number | null;
+            /** @description ms from the request's arrival to the reply being complete (just before it is stored); null when it did not happen */
+            total_ms: number | null;
+        };
         Citation: {
             document_id: string;
             chunk_id: string;
@@ -1292,6 +1372,7 @@ export interface components {
             /** @constant */
             type: "usage";
             usage: components["schemas"]["Usage"];
+            timing: components["schemas"]["TurnTiming"];
         } | {
             /** @constant */
             type: "done";
@@ -1505,6 +1586,8 @@ export interface components {
             status: components["schemas"]["MessageStatus"];
             finish_reason: components["schemas"]["FinishReason"] | null;
             error: components["schemas"]["TurnError"] | null;
+            /** @description Agent messages a turn stored (replies and failed replies): where the turn's time went (ms from the request's arrival); null on every other message */
+            timing: components["schemas"]["TurnTiming"] | null;
             /** @description RFC 3339 UTC time */
             created_at: string;
         };
@@ -1790,6 +1873,119 @@ export interface components {
                  */
                 period: "day" | "month";
             }[];
+        };
+        /** @description A chat message in the OpenAI format; other fields (tool_calls, tool_call_id, ...) are accepted and ignored */
+        ChatCompletionMessage: {
+            /** @enum {string} */
+            role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
+            content?: string | {
+                type: string;
+                text?: string;
+                refusal?: string;
+            }[] | null;
+            name?: string;
+        };
+        /** @description OpenAI's chat completions request. Fields not listed (temperature, top_p, max_tokens, max_completion_tokens, stop, seed, presence_penalty, frequency_penalty, logit_bias, logprobs, top_logprobs, tools, tool_choice, parallel_tool_calls, response_format, user, store, service_tier, reasoning_effort, ...) are accepted and ignored: the agent's own settings apply. */
+        ChatCompletionRequest: {
+            /** @description An agent id (agt_...) or the exact name of one of the organization's agents */
+            model: string;
+            /** @description The last `user` message is the visitor message. Without a conversation, the user and assistant messages before it are the history the new conversation starts with; `system` and `developer` messages are added after the agent's instructions */
+            messages: components["schemas"]["ChatCompletionMessage"][];
+            /** @description true: chat.completion.chunk events, then `data: [DONE]` */
+            stream?: boolean | null;
+            /** @description include_usage: a last chunk (empty choices) carries `usage` */
+            stream_options?: {
+                include_usage?: boolean | null;
+            } | null;
+            /** @description Only one choice is made */
+            n?: 1 | null;
+            metadata?: {
+                [key: string]: string;
+            } | null;
+        };
+        ChatCompletionUsage: {
+            prompt_tokens: number;
+            completion_tokens: number;
+            total_tokens: number;
+        };
+        ParleyCompletion: {
+            /** @description Send it back as metadata.conversation_id (or X-Parley-Conversation-Id) to continue the conversation */
+            conversation_id: string;
+            /** @description The stored reply (in a stream: on the chunk with finish_reason) */
+            message_id?: string;
+            /** @description Knowledge-base passages the reply used (in a stream: on the chunk with finish_reason) */
+            citations?: components["schemas"]["Citation"][];
+            /** @description Tools the agent ran on the server during the turn (never `tool_calls`: an OpenAI client would try to run them) */
+            tool_runs?: components["schemas"]["ToolRun"][];
+            /** @description Parley's own finish reason (handoff and cancelled map to `stop` in choices) */
+            finish_reason?: components["schemas"]["FinishReason"];
+            /** @description Where the turn's time went (ms from the request's arrival); null for a message forwarded to a person */
+            timing?: components["schemas"]["TurnTiming"] | null;
+            /** @description Streams only: the safety check rewrote the reply after it was streamed; show this text instead */
+            replace?: string;
+        };
+        ChatCompletion: {
+            /** @description chatcmpl-<turn_id> */
+            id: string;
+            /** @constant */
+            object: "chat.completion";
+            /** @description Unix seconds */
+            created: number;
+            /** @description The agent id */
+            model: string;
+            choices: {
+                index: number;
+                message: {
+                    /** @constant */
+                    role: "assistant";
+                    content: string;
+                    refusal: null;
+                };
+                logprobs: null;
+                /** @enum {string} */
+                finish_reason: "stop" | "length" | "content_filter";
+            }[];
+            usage: components["schemas"]["ChatCompletionUsage"];
+            parley: components["schemas"]["ParleyCompletion"];
+        };
+        /** @description One `data:` line of a streamed completion; `data: [DONE]` ends the stream, `data: {"error":{...}}` ends a failed one */
+        ChatCompletionChunk: {
+            id: string;
+            /** @constant */
+            object: "chat.completion.chunk";
+            created: number;
+            model: string;
+            /** @description Empty on the usage chunk */
+            choices: {
+                index: number;
+                delta: {
+                    /** @constant */
+                    role?: "assistant";
+                    content?: string;
+                };
+                finish_reason: ("stop" | "length" | "content_filter") | null;
+            }[];
+            /** @description Only on the last chunk, with stream_options.include_usage */
+            usage?: components["schemas"]["ChatCompletionUsage"];
+            /** @description On the first chunk (conversation_id) and on the chunk with finish_reason (all of it) */
+            parley?: components["schemas"]["ParleyCompletion"];
+        };
+        Model: {
+            /** @description The agent id */
+            id: string;
+            /** @constant */
+            object: "model";
+            /** @description Unix seconds: when the agent was created */
+            created: number;
+            /** @description The organization id */
+            owned_by: string;
+            /** @description The agent's name (also accepted as `model`) */
+            name: string;
+        };
+        ModelList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Model"][];
         };
         ApiKeyList: {
             data: components["schemas"]["ApiKey"][];
@@ -4455,7 +4651,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description One-shot reply (stream=false); Event stream (stream=true): `id: <turn_id>:<seq>` and `data: <StreamEvent>` per event */
+            /** @description One-shot reply (stream=false), with a `Server-Timing` header (queued, setup, upstream_first_byte, first_token, total: ms from the request's arrival); Event stream (stream=true): `id: <turn_id>:<seq>` and `data: <StreamEvent>` per event */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5434,7 +5630,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description One-shot reply (stream=false); Event stream (stream=true) */
+            /** @description One-shot reply (stream=false), with a `Server-Timing` header; Event stream (stream=true) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5938,6 +6134,316 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+        };
+    };
+    postV1ChatCompletions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description conv_...: continue that conversation (the same as metadata.conversation_id) */
+                "X-Parley-Conversation-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChatCompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description One-shot completion (stream false or absent), with a `Server-Timing` header; Streamed completion (stream true): `data: <chunk>` events, then `data: [DONE]` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatCompletion"];
+                    "text/event-stream": components["schemas"]["ChatCompletionChunk"];
+                };
+            };
+            /** @description validation_failed: no user message, a non-text content part, n other than 1, a malformed conversation id; missing_org_id: a person's access token needs X-Org-Id; invalid_json, or validation_failed (also: nesting deeper than 64 levels, lone UTF-16 surrogates) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description model_not_found: `model` names no agent of the organization; not_found: no such conversation of that agent */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conversation_closed or turn_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_content_type: a non-empty body needs Content-Type application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description model_unavailable (one-shot) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description overloaded (admission control; see Retry-After) or shutting_down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description model_timeout (one-shot) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1Models: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Models */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelList"];
+                };
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headV1Models: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Models */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getV1ModelsModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Model"];
+                };
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description model_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headV1ModelsModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description model_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -61,7 +61,7 @@ function conversation(id: string, org = ORG_A, agentId = 'agt_1', status: Conver
 function message(id: string, conv: string, role: MessageRecord['role'], turn: string | null, content: string, extra: Partial<MessageRecord> = {}): MessageRecord {
   return {
     id, conversation_id: conv, org_id: ORG_A, turn_id: turn, role, content, citations: [], tool_runs: [], usage: null,
-    status: 'completed', finish_reason: role === 'agent' ? 'stop' : null, error: null, created_at: T1, ...extra,
+    status: 'completed', finish_reason: role === 'agent' ? 'stop' : null, error: null, timing: null, created_at: T1, ...extra,
   };
 }
 
@@ -682,6 +682,18 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.agents.orgOf('agt_missing')).toBeUndefined();
       });
 
+      it('findByName finds an organization\'s agents by exact name (case and spaces count), oldest first', async () => {
+        await store.agents.create({ ...agent('agt_2', ORG_A, 'Support'), created_at: T1 });
+        await store.agents.create({ ...agent('agt_1', ORG_A, 'Support'), created_at: T2 });
+        await store.agents.create(agent('agt_3', ORG_A, 'support'));
+        await store.agents.create(agent('agt_4', ORG_A, 'Support '));
+        await store.agents.create(agent('agt_9', ORG_B, 'Support'));
+        expect((await store.agents.findByName(ORG_A, 'Support')).map((a) => a.id)).toEqual(['agt_2', 'agt_1']);
+        expect(await store.agents.findByName(ORG_A, 'support')).toEqual([agent('agt_3', ORG_A, 'support')]);
+        expect((await store.agents.findByName(ORG_B, 'Support')).map((a) => a.id)).toEqual(['agt_9']);
+        expect(await store.agents.findByName(ORG_A, 'Suppor')).toEqual([]);
+      });
+
       it('deletes once: the second delete and a foreign delete are false', async () => {
         await store.agents.create(agent('agt_1'));
         expect(await store.agents.delete(ORG_B, 'agt_1')).toBe(false);
@@ -1016,6 +1028,23 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.conversations.get(ORG_A, 'conv_3')).toBeUndefined();
       });
 
+      it('start stores an imported history before the first message, in order, in the same commit', async () => {
+        const earlier = [
+          message('msg_e1', 'conv_1', 'visitor', null, 'Earlier question'),
+          message('msg_e2', 'conv_1', 'agent', null, 'Earlier answer', { finish_reason: null }),
+        ];
+        await store.conversations.start(conversation('conv_1'), message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'), undefined, { earlier });
+        expect((await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 5 })).data).toEqual([...earlier, message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello')]);
+        expect((await store.conversations.history('conv_1', 10)).map((m) => m.content)).toEqual(['Earlier question', 'Earlier answer', 'Hello']);
+        // Its messages are no turns: start-up recovery leaves them alone.
+        expect((await store.conversations.failInterruptedTurns({ type: 'api_error', code: 'interrupted', message: 'x' }, T3, undefined, 'unleased')).map((t) => t.turn_id)).toEqual(['turn_1']);
+        // One of them fails (a duplicate id): nothing of the conversation is stored.
+        await expect(store.conversations.start(conversation('conv_2'), message('msg_2', 'conv_2', 'visitor', 'turn_2', 'x'),
+          undefined, { earlier: [message('msg_e1', 'conv_2', 'visitor', null, 'again')] })).rejects.toThrow();
+        expect(await store.conversations.get(ORG_A, 'conv_2')).toBeUndefined();
+        expect(await store.conversations.listMessages(ORG_A, 'conv_2', { limit: 5 })).toEqual({ data: [], has_more: false });
+      });
+
       it('keeps the visitor token hash of a public conversation (start and create alike)', async () => {
         await store.conversations.start({ ...conversation('conv_1'), visitor_token_hash: 'vth-1' }, message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'));
         await store.conversations.create({ ...conversation('conv_2'), visitor_token_hash: 'vth-2' });
@@ -1105,6 +1134,29 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect((await store.conversations.history('conv_1', 3)).map((m) => m.content)).toEqual(['A1', 'A2', 'Q3']);
         expect(await store.conversations.history('conv_missing', 10)).toEqual([]);
       });
+
+      it('history: a message of no turn sits where it was stored, between the turns before and after it', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', null, 'Imported'));
+        await store.conversations.appendMessage(message('msg_2', 'conv_1', 'visitor', 'turn_1', 'Q1'));
+        await store.conversations.appendMessage(message('msg_3', 'conv_1', 'operator', null, 'A person, during turn 1'));
+        await store.conversations.appendMessage(message('msg_4', 'conv_1', 'agent', 'turn_1', 'A1'));
+        await store.conversations.appendMessage(message('msg_5', 'conv_1', 'operator', null, 'A person, after turn 1'));
+        await store.conversations.appendMessage(message('msg_6', 'conv_1', 'visitor', 'turn_2', 'Q2'));
+        await store.conversations.appendMessage(message('msg_7', 'conv_1', 'agent', 'turn_2', 'A2'));
+        expect((await store.conversations.history('conv_1', 10)).map((m) => m.content))
+          .toEqual(['Imported', 'Q1', 'A1', 'A person, during turn 1', 'A person, after turn 1', 'Q2', 'A2']);
+      });
+
+      it('keeps the timing of an agent message, and null on the others', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        const timing = { queued_ms: 0.012, setup_ms: 0.5, upstream_first_byte_ms: null, first_token_ms: 1.25, total_ms: 3.375 };
+        const reply = message('msg_2', 'conv_1', 'agent', 'turn_1', 'Hi', { timing });
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'));
+        await store.conversations.appendMessage(reply);
+        expect((await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 5 })).data.map((m) => m.timing)).toEqual([null, timing]);
+        expect((await store.conversations.history('conv_1', 5)).map((m) => m.timing)).toEqual([null, timing]);
+      });
     });
 
     describe('interrupted turns', () => {
@@ -1132,7 +1184,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(ids(conv1)).toEqual(['msg_1', 'msg_2', 'msg_4', 'msg_5', 'msg_6', failed[1]!.message_id]);
         expect(conv1.data.at(-1)).toEqual({
           id: failed[1]!.message_id, conversation_id: 'conv_1', org_id: ORG_A, turn_id: 'turn_3', role: 'agent', content: '',
-          citations: [], tool_runs: [], usage: null, status: 'failed', finish_reason: null, error: interrupted, created_at: T3,
+          citations: [], tool_runs: [], usage: null, status: 'failed', finish_reason: null, error: interrupted, timing: null, created_at: T3,
         });
         expect((await store.conversations.listMessages(ORG_B, 'conv_2', { limit: 20 })).data.map((m) => [m.role, m.status, m.turn_id]))
           .toEqual([['visitor', 'completed', 'turn_2'], ['agent', 'failed', 'turn_2']]);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Agent } from 'undici';
+import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { credentialsOf, exitOf, MAIN, startMain } from '../helpers/main-process.js';
 import { readSse, waitFor } from '../helpers/sse-client.js';
@@ -56,6 +57,16 @@ describe('npm start on an empty data dir', () => {
     const citations = events.find((e) => e.data.type === 'citations')!.data.citations as Array<{ title: string }>;
     expect(citations.length).toBeGreaterThan(0);
     expect(citations.map((c) => c.title)).toContain('Chat');
+
+    // The official openai SDK chats with the demo agent by its name (README "Use it from the openai SDK").
+    const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: creds.api_key, maxRetries: 0 });
+    const models = [];
+    for await (const m of client.models.list()) models.push(m);
+    expect(models.map((m) => [m.id, (m as unknown as { name: string }).name])).toEqual([[creds.agent_id, 'Parley Guide']]);
+    const completion = await client.chat.completions.create({ model: 'Parley Guide', messages: [{ role: 'user', content: 'How do I stream a reply?' }] });
+    expect(completion.model).toBe(creds.agent_id);
+    expect(completion.choices[0]!.message.content).toMatch(/stream/i);
+    expect((completion as unknown as { parley: { citations: Array<{ title: string }> } }).parley.citations.map((c) => c.title)).toContain('Chat');
 
     first.child.kill('SIGTERM');
     expect(await exitOf(first.child)).toBe(0);

@@ -720,7 +720,52 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     }
   });
 
-  it('exposes its own overhead on /metrics: setup, first token and upstream-byte-to-write histograms, turn outcomes', async () => {
+  it('reports where a turn\'s time went: timing on the usage event and the stored reply, Server-Timing on a one-shot reply', async () => {
+    const slow = await createAgent(srv, { name: 'Timed', model: { provider: 'openai', name: 'mock-deltas-2-ttft-150' } });
+    const sentAt = performance.now();
+    const { events } = await chatStream(srv, slow, { message: 'time me' });
+    const clientMs = performance.now() - sentAt;
+    const timing = ofType(events, 'usage').timing;
+    expect(Object.keys(timing).sort()).toEqual(['first_token_ms', 'queued_ms', 'setup_ms', 'total_ms', 'upstream_first_byte_ms']);
+    expect(timing.queued_ms).toBeGreaterThanOrEqual(0);
+    expect(timing.setup_ms).toBeGreaterThanOrEqual(timing.queued_ms);
+    // The mock waits 150 ms before its first delta: that is the model's share, between the call and its bytes.
+    expect(timing.upstream_first_byte_ms - timing.setup_ms).toBeGreaterThanOrEqual(150);
+    expect(timing.first_token_ms).toBeGreaterThanOrEqual(timing.upstream_first_byte_ms);
+    expect(timing.total_ms).toBeGreaterThanOrEqual(timing.first_token_ms);
+    // The server's clock starts when the request arrives, after the client's.
+    expect(timing.total_ms).toBeLessThanOrEqual(clientMs);
+    const stored = await listMessages(srv, d(events[0]).conversation_id);
+    expect(stored.map((m) => m.timing)).toEqual([null, timing]);
+
+    // One-shot, builtin model: no upstream, so no upstream_first_byte; the header and the stored reply agree.
+    const r = await chatOnce(srv, builtinAgent, { message: QUESTION });
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as Json;
+    expect(body).not.toHaveProperty('timing');
+    const header = r.headers.get('server-timing') ?? '';
+    const metrics = Object.fromEntries(header.split(', ').map((m) => {
+      const [name, dur] = m.split(';dur=');
+      return [name, Number(dur)];
+    }));
+    const reply = (await listMessages(srv, body.conversation_id)).at(-1);
+    expect(reply.timing.upstream_first_byte_ms).toBeNull();
+    expect(metrics).toEqual({
+      queued: reply.timing.queued_ms, setup: reply.timing.setup_ms, first_token: reply.timing.first_token_ms, total: reply.timing.total_ms,
+    });
+
+    // A failed turn stores its timing too: the model was called, no token came.
+    const broken = await createAgent(srv, { name: 'Timed broken', model: { provider: 'openai', name: 'mock-error' } });
+    const failed = await chatStream(srv, broken, { message: 'fail' });
+    const failedReply = (await listMessages(srv, d(failed.events[0]).conversation_id)).at(-1);
+    expect(failedReply.status).toBe('failed');
+    expect(failedReply.timing.setup_ms).toBeGreaterThanOrEqual(0);
+    expect(failedReply.timing.first_token_ms).toBeNull();
+    expect(failedReply.timing.upstream_first_byte_ms).toBeNull();
+    expect(failedReply.timing.total_ms).toBeGreaterThanOrEqual(failedReply.timing.setup_ms);
+  });
+
+  it('exposes its own overhead on /metrics: setup and first token per agent and model, upstream-byte-to-write, turn outcomes', async () => {
     const metric = (text: string, name: string): number => {
       const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
       return m ? Number(m[1]) : 0;
@@ -730,7 +775,8 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     const { events } = await chatStream(srv, agent, { message: 'count me' });
     expect(d(events.at(-1)).type).toBe('done');
     const after = await (await fetch(`${srv.url}/metrics`)).text();
-    for (const name of ['parley_turn_setup_seconds_count{provider="openai"}', 'parley_turn_first_token_seconds_count{provider="openai"}',
+    const perAgent = `{provider="openai",model="echo",agent_id="${agent}"}`;
+    for (const name of [`parley_turn_setup_seconds_count${perAgent}`, `parley_turn_first_token_seconds_count${perAgent}`,
       'parley_first_token_relay_seconds_count{provider="openai"}', 'parley_turns_total{outcome="succeeded"}']) {
       expect(metric(after, name.replace(/[{}"]/g, (c) => `\\${c}`)), name).toBe(metric(before, name.replace(/[{}"]/g, (c) => `\\${c}`)) + 1);
     }
@@ -750,7 +796,7 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     const after = await (await fetch(`${srv.url}/metrics`)).text();
     expect(value(after, `${model}_count{provider="openai"}`)).toBe(value(before, `${model}_count{provider="openai"}`) + 1);
     const modelS = value(after, `${model}_sum{provider="openai"}`) - value(before, `${model}_sum{provider="openai"}`);
-    const firstS = value(after, `${first}_sum{provider="openai"}`) - value(before, `${first}_sum{provider="openai"}`);
+    const firstS = value(after, `${first}_sum{provider="openai",model="mock-deltas-2-ttft-150",agent_id="${slow}"}`);
     expect(modelS).toBeGreaterThanOrEqual(0.15); // the mock waits 150 ms before its first delta
     expect(firstS).toBeGreaterThanOrEqual(modelS); // Parley's first token includes the model's
     // 150 ms or more: never in the 0.1 s bucket.
@@ -760,7 +806,7 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     await chatStream(srv, builtin, { message: 'hello' });
     const last = await (await fetch(`${srv.url}/metrics`)).text();
     expect(last).not.toMatch(/parley_model_first_token_seconds_count\{provider="builtin"\}/);
-    expect(value(last, `${first}_count{provider="builtin"}`)).toBeGreaterThan(value(after, `${first}_count{provider="builtin"}`));
+    expect(value(last, `${first}_count{provider="builtin",model="parley-builtin",agent_id="${builtin}"}`)).toBe(1);
   });
 
   it('publishes the event-loop delay since the previous scrape on /metrics', async () => {

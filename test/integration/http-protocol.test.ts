@@ -29,7 +29,7 @@ beforeAll(async () => {
     body: JSON.stringify({ message: 'What about heads?', stream: true }),
   });
   const first = events[0]!.data as unknown as { conversation_id: string; turn_id: string };
-  Object.assign(ids, { agent_id: agent.id, kb_id: kb.id, doc_id: doc.id, conversation_id: first.conversation_id, turn_id: first.turn_id });
+  Object.assign(ids, { agent_id: agent.id, model: agent.id, kb_id: kb.id, doc_id: doc.id, conversation_id: first.conversation_id, turn_id: first.turn_id });
   const owner = await srv.signIn({ role: 'owner' });
   personHeaders = owner.headers;
   ids.key_id = (await (await srv.api('/v1/api-keys', { headers: owner.headers, body: { name: 'protocol key' } })).json() as { id: string }).id;

@@ -108,6 +108,11 @@ describe('chat socket: frames', () => {
     const stored = (await (await srv.api(`/v1/conversations/${conversationId}/messages`)).json()) as { data: Array<{ role: string; content: string }> };
     expect(stored.data.map((m) => m.role)).toEqual(['visitor', 'agent', 'visitor', 'agent']);
     expect(stored.data[1]!.content).toBe(tokenText(frames));
+    // The usage frame carries the turn's timing (API.md "Chat", Timing), the one stored with the reply.
+    const timing = frames.find((f) => f.type === 'usage')!.timing as Record<string, number | null>;
+    expect(timing.first_token_ms).toBeGreaterThanOrEqual(timing.setup_ms!);
+    expect(timing.total_ms).toBeGreaterThanOrEqual(timing.first_token_ms!);
+    expect((stored.data[1] as unknown as { timing: unknown }).timing).toEqual(timing);
   });
 
   it('queued turns of one conversation come one after the other, each contiguous', async () => {

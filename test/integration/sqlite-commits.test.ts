@@ -43,7 +43,7 @@ const conversation = (id: string): ConversationRecord => ({
 });
 const message = (id: string, conv: string): MessageRecord => ({
   id, conversation_id: conv, org_id: 'org_A', turn_id: 'turn_1', role: 'visitor', content: 'Hello', citations: [], tool_runs: [],
-  usage: null, status: 'completed', finish_reason: null, error: null, created_at: T1,
+  usage: null, status: 'completed', finish_reason: null, error: null, timing: null, created_at: T1,
 });
 
 /** Ingests 150 chunks (3 slices of 64 at most) into a new document of `s`; returns the commits it added. */

@@ -112,7 +112,7 @@ describe('sqlite: migrations', () => {
 
     await expect(s.conversations.appendMessage({
       id: 'msg_x', conversation_id: 'conv_gone', org_id: 'org_A', turn_id: null, role: 'visitor', content: 'x', citations: [],
-      tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: T1,
+      tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, timing: null, created_at: T1,
     })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
     // A document from before the migration has no stored upload.
     expect(await s.knowledge.pendingDocuments()).toEqual([{ document: { ...doc('doc_old'), title: 'Old' }, content: null }]);

@@ -10,7 +10,7 @@ const b = (s: string) => Buffer.from(s, 'utf8');
 function operatorMessage(content: string): MessageRecord {
   return {
     id: 'msg_1', conversation_id: 'conv_1', org_id: 'org_1', turn_id: null, role: 'operator', content,
-    citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: '2026-01-01T00:00:00.000Z',
+    citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, timing: null, created_at: '2026-01-01T00:00:00.000Z',
   };
 }
 

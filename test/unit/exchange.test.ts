@@ -6,7 +6,7 @@ function request(): HttpRequest {
   return {
     method: 'POST', path: '/v1/agents/agt_1/chat', query: new URLSearchParams('a=1'),
     headers: { authorization: 'Bearer sk_secret', 'content-type': 'application/json', origin: 'https://shop.example' },
-    body: Buffer.from('{"message":"hi"}'), requestId: 'req_1', remoteAddress: '127.0.0.1',
+    body: Buffer.from('{"message":"hi"}'), requestId: 'req_1', remoteAddress: '127.0.0.1', arrivedAt: 0,
     responseHeaders: { 'Access-Control-Allow-Origin': 'https://shop.example' },
   };
 }

@@ -21,7 +21,7 @@ const channel = (turnId: string, conversationId = 'conv_1') => new TurnChannel(t
 function message(id: string, role: MessageRecord['role'], content: string, turnId: string | null = null): MessageRecord {
   return {
     id, conversation_id: 'conv_1', org_id: 'org_1', turn_id: turnId, role, content, citations: [], tool_runs: [], usage: null,
-    status: 'completed', finish_reason: null, error: null, created_at: '2025-01-01T00:00:00.000Z',
+    status: 'completed', finish_reason: null, error: null, timing: null, created_at: '2025-01-01T00:00:00.000Z',
   };
 }
 

@@ -106,3 +106,39 @@ describe('SseHub slow-consumer bound', () => {
     expect(sink.written[1]).toBe('id: turn_1:3\ndata: {"type":"token","delta":"b"}\n\n');
   });
 });
+
+describe('SseHub with a framer (another wire format, e.g. OpenAI chunks)', () => {
+  it('writes what the framer makes of each event; an event framed as nothing schedules no write', async () => {
+    const hub = new SseHub({ heartbeatMs: 60_000 });
+    try {
+      const ch = channel();
+      const sink = stuckSink();
+      sink.bufferedBytes = () => 0;
+      const seen: Array<[number, string, string]> = [];
+      hub.attach(sink, ch, 0, {
+        frame(seq, event, json) {
+          seen.push([seq, event.type, json]);
+          return event.type === 'token' ? `data: ${event.delta}\n\n` : event.type === 'done' ? 'data: [END]\n\n' : '';
+        },
+      });
+      ch.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' });
+      await Promise.resolve();
+      expect(sink.written).toEqual([]);
+      ch.emit({ type: 'token', delta: 'a' });
+      ch.emit({ type: 'token', delta: 'b' });
+      await Promise.resolve();
+      expect(sink.written).toEqual(['data: a\n\ndata: b\n\n']);
+      ch.emit({ type: 'message', message_id: 'msg_1' });
+      ch.emit({ type: 'done', finish_reason: 'stop' });
+      expect(sink.written).toEqual(['data: a\n\ndata: b\n\n', 'data: [END]\n\n']);
+      expect(sink.ended).toBe(1);
+      expect(seen).toEqual([
+        [1, 'conversation', '{"type":"conversation","conversation_id":"conv_1","turn_id":"turn_1"}'],
+        [2, 'token', '{"type":"token","delta":"a"}'], [3, 'token', '{"type":"token","delta":"b"}'],
+        [4, 'message', '{"type":"message","message_id":"msg_1"}'], [5, 'done', '{"type":"done","finish_reason":"stop"}'],
+      ]);
+    } finally {
+      hub.close();
+    }
+  });
+});

@@ -29,6 +29,10 @@ export interface ForwardedChat {
   agent_id: string;
   via: 'api' | { publicKey: string };
   input: { message: string; conversation_id?: string | undefined; metadata?: Record<string, unknown> | undefined; visitor_token?: string | undefined };
+  /** How long ago the request arrived at the sender, ms: the origin of the turn's timing (API.md "Chat", Timing). */
+  elapsed_ms?: number | undefined;
+  /** The client's own instructions for the turn (OpenAI-compatible `system` messages). */
+  client_instructions?: string | undefined;
 }
 
 /** The owner no longer owns the conversation (it lost the lease meanwhile): route again. */

@@ -10,6 +10,9 @@ import type { LiveHub } from '../live/live-hub.js';
 import type { AgentPatch, AgentRecord, Page, PageRequest } from '../../store/records.js';
 import type { AgentTool, ModelChoice, SafetySettings } from '../../vocabulary/agent.js';
 
+/** The shape of an agent id (src/ids/ids.ts: `agt_` and a 26-character time-sortable body). */
+const AGENT_ID = /^agt_[0-9A-Z]{26}$/;
+
 /** What a caller may set on a new agent (API.md "Agents"); omitted fields take the defaults below. */
 export interface AgentDraft {
   name: string;
@@ -51,6 +54,37 @@ export class AgentService {
   /** The organization of agent `id`, or undefined (the org of a socket opened with a person's token). */
   orgOf(agentId: string): Promise<string | undefined> {
     return this.store.agents.orgOf(agentId);
+  }
+
+  /**
+   * The agent a `model` of the OpenAI-compatible endpoints names (API.md "OpenAI-compatible"): an agent id
+   * of the organization, else the exact name of one of its agents (the oldest when several share it).
+   * Read through the agent cache when there is one. Throws AppError `model_not_found` (404).
+   */
+  async byModel(orgId: string, model: string): Promise<AgentRecord> {
+    let agent: AgentRecord | undefined;
+    if (AGENT_ID.test(model)) {
+      const byId = this.directory ? this.directory.get(orgId, model) : this.store.agents.get(orgId, model);
+      agent = byId instanceof Promise ? await byId : byId;
+    }
+    if (agent === undefined) {
+      const byName = this.directory ? this.directory.byName(orgId, model) : this.store.agents.findByName(orgId, model).then((a) => a[0]);
+      agent = byName instanceof Promise ? await byName : byName;
+    }
+    if (agent === undefined) throw new AppError('model_not_found', `The model ${JSON.stringify(model)} does not exist: name one of your agents by id (agt_...) or by its exact name (GET /v1/models lists them).`);
+    return agent;
+  }
+
+  /** Every agent of the organization, newest first (GET /v1/models: not paged, as OpenAI's list is not). */
+  async listAll(orgId: string): Promise<AgentRecord[]> {
+    const all: AgentRecord[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.store.agents.list(orgId, after === undefined ? { limit: 100 } : { limit: 100, after });
+      all.push(...page.data);
+      if (!page.has_more || page.data.length === 0) return all;
+      after = page.data[page.data.length - 1]!.id;
+    }
   }
 
   /** The agent; throws AppError `not_found`. */

@@ -4,7 +4,7 @@ import { AppError } from '../../errors/app-error.js';
 import type { Store } from '../../store/ports.js';
 import type { AgentRecord, ConversationRecord, MessageRecord, Page, PageRequest } from '../../store/records.js';
 import type { AgentDirectory } from '../agent-directory.js';
-import { visitorTokenMatches, type ChatInput, type ChatService } from '../chat-service.js';
+import { visitorTokenMatches, type ChatInput, type ChatService, type TurnOptions } from '../chat-service.js';
 import type { CancelOutcome } from '../conversation-control.js';
 import type { TurnChannel } from '../turn/turn-channel.js';
 
@@ -128,12 +128,12 @@ export class PublicService {
    * the continuation of the visitor's conversation (`input.visitor_token` required). Throws what
    * ChatService.send throws, and `not_found` for the key.
    */
-  async send(publicKey: string, input: ChatInput): Promise<TurnChannel> {
+  async send(publicKey: string, input: ChatInput, options?: Pick<TurnOptions, 'arrivedAt'>): Promise<TurnChannel> {
     const agent = await this.agent(publicKey);
     if (input.conversation_id !== undefined && (input.visitor_token === undefined || input.visitor_token === '')) {
       throw new AppError('missing_credentials', 'Send visitor_token with conversation_id: it came in the first event of the conversation.');
     }
-    return this.chat.send(agent.org_id, agent.id, input, { publicKey });
+    return this.chat.send(agent.org_id, agent.id, input, { publicKey }, options);
   }
 
   /** The visitor's conversation messages, in order. Throws like `conversation`. */

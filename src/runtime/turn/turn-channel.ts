@@ -25,9 +25,15 @@ type Kept =
   | { kind: 'event'; seq: number; event: StreamEvent; json: string }
   | { kind: 'tokens'; firstSeq: number; text: string; ends: number[] };
 
+/**
+ * What the JSON of every `token` event starts with: `tokenJson(delta)` is this, `JSON.stringify(delta)`
+ * and `}`, so a subscriber can take the delta's JSON string out of it without encoding it again.
+ */
+export const TOKEN_JSON_PREFIX = '{"type":"token","delta":';
+
 /** `{"type":"token","delta":...}` built directly (tokens are most of the traffic). */
 export function tokenJson(delta: string): string {
-  return `{"type":"token","delta":${JSON.stringify(delta)}}`;
+  return `${TOKEN_JSON_PREFIX}${JSON.stringify(delta)}}`;
 }
 
 /**

@@ -61,14 +61,10 @@ export interface TurnRunnerDeps {
   /** Stored messages handed to the model as history. */
   historyLimit: number;
   /**
-   * Observes a turn's first token, for metrics (all ms): `setupMs` from acceptance to the model call
-   * (store, history, retrieval), `firstTokenMs` from acceptance to the first token emitted, `relayMs`
-   * from the upstream bytes' arrival to that emit and `modelMs` from the model call to that arrival (the
-   * model's own time to first token, network included); both undefined when the provider does not stamp
-   * arrival (the builtin model).
+   * Observes each ended turn: `succeeded` (done), `failed` (error event) or `withdrawn`. The turn's step
+   * times (Turn `arrivedAt`, `modelCalledAt`, `firstTokenReceivedAt`, `firstTokenAt`) are final by then:
+   * metrics read them here, after the first token went out, not on its way.
    */
-  onFirstToken?: (turn: Turn, timings: { setupMs: number; firstTokenMs: number; relayMs: number | undefined; modelMs: number | undefined }) => void;
-  /** Observes each ended turn: `succeeded` (done), `failed` (error event) or `withdrawn`. */
   onTurnEnd?: (turn: Turn, outcome: 'succeeded' | 'failed' | 'withdrawn') => void;
   /** Live subscribers of stored replies (sockets, the inbox); O(1) when nobody listens. */
   live?: LiveHub;
@@ -191,6 +187,7 @@ export function startTurn(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): P
  */
 async function runSteps(turn: Turn, maxSteps: number, deps: TurnRunnerDeps): Promise<TurnOutput> {
   let finishReason: FinishReason;
+  turn.startedAt = performance.now();
   try {
     finishReason = await generateReply(turn, maxSteps, deps);
     await finish(turn, finishReason, deps);
@@ -260,25 +257,39 @@ async function generateReply(turn: Turn, maxSteps: number, deps: TurnRunnerDeps)
 
 /**
  * Step 1: the model context. Synchronous (returns undefined) when there is nothing to load: a new
- * conversation has no history, and an agent without knowledge (or with retrievalK 0) retrieves nothing.
+ * conversation has no history to read (only the seed history it was started with, in memory), and an
+ * agent without knowledge (or with retrievalK 0) retrieves nothing.
  */
 function prepare(turn: Turn, deps: TurnRunnerDeps): Promise<void> | undefined {
   const loadHistory = !turn.newConversation;
   const retrieve = turn.agent.knowledge_base_ids.length > 0 && deps.retrievalK > 0;
+  const seed = seedHistoryOf(turn, deps.historyLimit);
   if (!loadHistory && !retrieve) {
-    setContext(turn, [], []);
+    setContext(turn, seed, []);
     return undefined;
   }
   return Promise.all([
-    loadHistory ? deps.store.conversations.history(turn.conversationId, deps.historyLimit) : [],
+    loadHistory ? deps.store.conversations.history(turn.conversationId, deps.historyLimit) : seed,
     retrieve ? deps.search(turn.orgId, turn.agent.knowledge_base_ids, turn.question, deps.retrievalK) : [],
   ]).then(([history, passages]) => setContext(turn, history, passages));
 }
 
-/** The turn's model messages (instructions, history, its question) and retrieved passages. */
+/** The last `limit` messages of a new conversation's seed history (none for other turns). */
+function seedHistoryOf(turn: Turn, limit: number): MessageRecord[] {
+  const seed = turn.seedHistory;
+  if (seed === undefined || !turn.newConversation) return [];
+  return seed.length > limit ? seed.slice(seed.length - limit) : seed;
+}
+
+/**
+ * The turn's model messages (the agent's instructions, the client's, history, its question) and
+ * retrieved passages.
+ */
 function setContext(turn: Turn, history: MessageRecord[], passages: Passage[]): void {
   const messages: ModelMessage[] = [];
   if (turn.agent.instructions) messages.push({ role: 'system', content: turn.agent.instructions });
+  // The client's instructions come after the agent's: they add to them and never replace them.
+  if (turn.clientInstructions) messages.push({ role: 'system', content: turn.clientInstructions });
   for (const m of history) {
     // This turn's own question may not be committed yet (it is added below), and later turns queued
     // behind this one are not part of its past.
@@ -315,12 +326,7 @@ async function generate(turn: Turn, deps: TurnRunnerDeps): Promise<{ finishReaso
           turn.emit({ type: 'token', delta: part.delta });
           if (turn.firstTokenAt === 0) {
             turn.firstTokenAt = performance.now();
-            deps.onFirstToken?.(turn, {
-              setupMs: turn.modelCalledAt - turn.acceptedAt,
-              firstTokenMs: turn.firstTokenAt - turn.acceptedAt,
-              relayMs: part.receivedAt === undefined ? undefined : turn.firstTokenAt - part.receivedAt,
-              modelMs: part.receivedAt === undefined ? undefined : part.receivedAt - turn.modelCalledAt,
-            });
+            if (part.receivedAt !== undefined) turn.firstTokenReceivedAt = part.receivedAt;
           }
           break;
         case 'tool-call':
@@ -442,17 +448,19 @@ async function finish(turn: Turn, reason: FinishReason, deps: TurnRunnerDeps): P
     // Cancelled before any model call finished: count the input we would have sent.
     turn.inputTokens = await deps.tokens.count(turn.messages, []);
   }
+  // One figure for the stored reply and the `usage` event: the reply is complete, not yet stored.
+  const timing = turn.timing(performance.now());
   const message: MessageRecord = {
     id: newId('msg'), conversation_id: turn.conversationId, org_id: turn.orgId, turn_id: turn.id, role: 'agent',
     content: turn.text, citations, tool_runs: turn.toolRuns, usage: turn.usage, status: 'completed',
-    finish_reason: finishReason, error: null, created_at: new Date().toISOString(),
+    finish_reason: finishReason, error: null, timing, created_at: new Date().toISOString(),
   };
   ensureAlive(turn, 'store reply', deps.logger);
   await storeReply(turn, message, deps);
   // Live watchers learn of the stored reply before the turn's end (the inbox: message.created, then turn.ended).
   deps.live?.messageCreated(message);
   turn.emit({ type: 'message', message_id: message.id });
-  turn.emit({ type: 'usage', usage: turn.usage });
+  turn.emit({ type: 'usage', usage: turn.usage, timing });
   turn.emit({ type: 'done', finish_reason: finishReason });
   deps.onTurnEnd?.(turn, 'succeeded');
   deps.bus.publish({ type: 'message.created', org_id: turn.orgId, data: { conversation_id: turn.conversationId, message_id: message.id, role: 'agent' } });
@@ -495,7 +503,7 @@ async function fail(turn: Turn, error: TurnError, deps: TurnRunnerDeps): Promise
     await storeReply(turn, {
       id: newId('msg'), conversation_id: turn.conversationId, org_id: turn.orgId, turn_id: turn.id, role: 'agent',
       content: turn.text, citations: [], tool_runs: turn.toolRuns, usage: turn.usage, status: 'failed',
-      finish_reason: null, error, created_at: new Date().toISOString(),
+      finish_reason: null, error, timing: turn.timing(performance.now()), created_at: new Date().toISOString(),
     }, deps);
   } catch (err) {
     deps.logger.error({ err, turn_id: turn.id }, 'could not store the failed reply');

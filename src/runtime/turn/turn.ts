@@ -17,9 +17,9 @@
  */
 import type { CancelReason, TurnOutput } from '../../../actors/turn/turn.types.js';
 import type { AbortLike, ModelMessage, Passage } from '../../models/port.js';
-import type { AgentRecord, Fence } from '../../store/records.js';
+import type { AgentRecord, Fence, MessageRecord } from '../../store/records.js';
 import type { StreamEvent } from '../../vocabulary/stream-event.js';
-import type { ToolRun, Usage } from '../../vocabulary/turn.js';
+import type { ToolRun, TurnTiming, Usage } from '../../vocabulary/turn.js';
 import { TurnAbort } from './turn-abort.js';
 import type { TurnChannel } from './turn-channel.js';
 
@@ -49,6 +49,23 @@ export interface TurnInit {
    * of the turn carries it, so it is refused once another process took the conversation over.
    */
   fence?: Fence | undefined;
+  /** performance.now() (ms) when the request that asked for the turn arrived; default: now. */
+  arrivedAt?: number;
+  /**
+   * A new conversation only: the messages stored before its first visitor message (an OpenAI-compatible
+   * client's earlier messages), given to the model as history in place of a history read.
+   */
+  seedHistory?: MessageRecord[];
+  /**
+   * The client's own instructions for this turn (OpenAI-compatible `system` messages): given to the model
+   * after the agent's instructions, never in place of them.
+   */
+  clientInstructions?: string;
+}
+
+/** `ms` rounded to the microsecond. */
+function roundMs(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
 }
 
 export class Turn {
@@ -62,6 +79,8 @@ export class Turn {
   readonly channel: TurnChannel;
   /** The lease fence its writes carry (TurnInit.fence); undefined for writes without one (tests). */
   readonly fence: Fence | undefined;
+  readonly seedHistory: MessageRecord[] | undefined;
+  readonly clientInstructions: string | undefined;
   /**
    * Aborts the model call and tools: `CANCELLED` (client cancel), `HANDED_OFF`, or an AppError (shutdown,
    * crash). A TurnAbort, not an AbortController: a live stream holds it all its life (turn-abort.ts).
@@ -81,9 +100,16 @@ export class Turn {
   passagesUsed: string[] | undefined;
   /** The agent's `handoff_to_human` tool ran in this turn: it ends with finish reason `handoff`. */
   handedOff = false;
-  /** performance.now() (ms) at acceptance, at the first model call and at the first token's emit. */
-  readonly acceptedAt = performance.now();
+  /**
+   * performance.now() (ms) of the steps {@link timing} reports, 0 until the step happens: the request's
+   * arrival, the turn's start (runner step 1), the first model call, the arrival of the upstream bytes
+   * that carried the first token (0 when the provider does not stamp it: the builtin model), and the
+   * first token's emit.
+   */
+  readonly arrivedAt: number;
+  startedAt = 0;
   modelCalledAt = 0;
+  firstTokenReceivedAt = 0;
   firstTokenAt = 0;
   /** The turn's work once started (turn-runner.ts `startTurn`): how it ended; never rejects. */
   run: Promise<TurnOutput> | undefined;
@@ -101,6 +127,22 @@ export class Turn {
     this.channel = init.channel;
     this.releaseSetup = init.releaseSetup;
     this.fence = init.fence;
+    this.arrivedAt = init.arrivedAt ?? performance.now();
+    this.seedHistory = init.seedHistory;
+    this.clientInstructions = init.clientInstructions;
+  }
+
+  /**
+   * The turn's timing (API.md "Chat", Timing) with `endAt` (performance.now(), ms) as its end: each step
+   * in ms from the request's arrival, rounded to the microsecond; null for a step that did not happen.
+   */
+  timing(endAt: number): TurnTiming {
+    const from = this.arrivedAt;
+    const at = (t: number): number | null => (t === 0 ? null : roundMs(t - from));
+    return {
+      queued_ms: at(this.startedAt), setup_ms: at(this.modelCalledAt), upstream_first_byte_ms: at(this.firstTokenReceivedAt),
+      first_token_ms: at(this.firstTokenAt), total_ms: roundMs(endAt - from),
+    };
   }
 
   /**

@@ -33,6 +33,7 @@ export function createAgents(db: Database.Database, signal: FeedSignal): AgentsP
   const byPublicKey = db.prepare('SELECT * FROM agents WHERE public_key = ? AND published = 1');
   const setPublicKey = db.prepare('UPDATE agents SET published = ?, public_key = ?, updated_at = ? WHERE org_id = ? AND id = ?');
   const orgOf = db.prepare('SELECT org_id FROM agents WHERE id = ?');
+  const byName = db.prepare('SELECT * FROM agents WHERE org_id = ? AND name = ? ORDER BY created_at, id');
   const list = new NewestFirstList(db, 'agents', 'org_id = ?', 'agent');
   const changed = (orgId: string, id: string, at: string, publicKey?: string | null) => {
     recordChanges(db, [{ kind: 'agent', org_id: orgId, agent_id: id, ...(publicKey ? { public_key: publicKey } : {}) }], at);
@@ -86,6 +87,9 @@ export function createAgents(db: Database.Database, signal: FeedSignal): AgentsP
     async findByPublicKey(publicKey) {
       const r = byPublicKey.get(publicKey) as Row | undefined;
       return r ? agentFromRow(r) : undefined;
+    },
+    async findByName(orgId, name) {
+      return (byName.all(orgId, name) as Row[]).map(agentFromRow);
     },
     async setPublicKey(orgId, id, publicKey, at) {
       return fired(setPublicKeyTx.immediate(orgId, id, publicKey, at));

@@ -23,8 +23,8 @@ function prepare(db: Database.Database) {
     orgOf: db.prepare('SELECT org_id FROM conversations WHERE id = ?'),
     touch: db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?'),
     insertMessage: db.prepare(
-      `INSERT INTO messages (id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, created_at)
-       VALUES (@id, @conversation_id, @org_id, @turn_id, @role, @content, @citations, @tool_runs, @usage, @status, @finish_reason, @error, @created_at)`),
+      `INSERT INTO messages (id, conversation_id, org_id, turn_id, role, content, citations, tool_runs, usage, status, finish_reason, error, timing, created_at)
+       VALUES (@id, @conversation_id, @org_id, @turn_id, @role, @content, @citations, @tool_runs, @usage, @status, @finish_reason, @error, @timing, @created_at)`),
     // Whether turn `turn_id` has its agent message (start-up recovery skips a turn answered meanwhile).
     turnAnswered: db.prepare("SELECT 1 FROM messages WHERE turn_id = ? AND role = 'agent' LIMIT 1"),
   };
@@ -48,6 +48,7 @@ function insertMessage(db: Database.Database, rec: MessageRecord): void {
   sql.insertMessage.run({
     ...rec, citations: toJson(rec.citations), tool_runs: toJson(rec.tool_runs),
     usage: rec.usage === null ? null : toJson(rec.usage), error: rec.error === null ? null : toJson(rec.error),
+    timing: rec.timing === null ? null : toJson(rec.timing),
   });
   sql.touch.run(rec.created_at, rec.conversation_id);
 }
@@ -93,14 +94,16 @@ export const CONVERSATION_WRITES = {
     insertConversation(db, c);
   },
   /**
-   * Inserts a conversation and its first message (one write: both or neither), and, with `lease`, the
-   * conversation's first lease (fence 1) for its owner.
+   * Inserts a conversation, the messages `earlier` (an imported history, in order) and its first message
+   * (one write: all or nothing), and, with `lease`, the conversation's first lease (fence 1) for its owner.
    */
   startConversation(db: Database.Database, args: {
-    conversation: ConversationRecord; message: MessageRecord; events?: OutboxEvent[] | undefined; lease?: { owner: LeaseOwner; until: string } | undefined;
+    conversation: ConversationRecord; message: MessageRecord; events?: OutboxEvent[] | undefined;
+    lease?: { owner: LeaseOwner; until: string } | undefined; earlier?: MessageRecord[] | undefined;
   }): void {
     const c = args.conversation;
     insertConversation(db, c);
+    if (args.earlier !== undefined) for (const m of args.earlier) insertMessage(db, m);
     insertMessage(db, args.message);
     if (args.lease !== undefined) {
       insertLease(db, c.id, args.lease.owner, args.lease.until);

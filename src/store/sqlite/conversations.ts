@@ -22,7 +22,7 @@ function messageFromRow(r: Row): MessageRecord {
     content: r.content as string, citations: fromJson(r.citations), tool_runs: fromJson(r.tool_runs),
     usage: fromJsonOrNull(r.usage), status: r.status as MessageRecord['status'],
     finish_reason: (r.finish_reason as MessageRecord['finish_reason']) ?? null,
-    error: fromJsonOrNull(r.error), created_at: r.created_at as string,
+    error: fromJsonOrNull(r.error), timing: fromJsonOrNull(r.timing), created_at: r.created_at as string,
   };
 }
 
@@ -42,8 +42,9 @@ export function createConversations(db: Database.Database, writer: ConversationW
     messageById: db.prepare('SELECT * FROM messages WHERE org_id = ? AND id = ?'),
     messagesAfter: db.prepare('SELECT * FROM messages WHERE org_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
     history: db.prepare(
-      `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?)
-       ORDER BY turn_id IS NULL, turn_id, CASE role WHEN 'visitor' THEN 0 ELSE 1 END, seq`),
+      `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?) h
+       ORDER BY CASE WHEN turn_id IS NULL THEN seq ELSE (SELECT min(t.seq) FROM messages t WHERE t.turn_id = h.turn_id) END,
+         CASE role WHEN 'visitor' THEN 0 ELSE 1 END, seq`),
     // Every turn of conversations without a lease with a visitor message and no agent message, in the
     // order the visitor messages were stored.
     unansweredUnleased: db.prepare(
@@ -67,8 +68,11 @@ export function createConversations(db: Database.Database, writer: ConversationW
     create(c) {
       return writer.run('createConversation', c);
     },
-    start(conversation, message, events, lease) {
-      return writer.run('startConversation', { conversation, message, events, lease });
+    start(conversation, message, events, extra) {
+      return writer.run('startConversation', {
+        conversation, message, events, lease: extra?.lease,
+        earlier: extra?.earlier !== undefined && extra.earlier.length > 0 ? extra.earlier : undefined,
+      });
     },
     async get(orgId, id) {
       const r = sql.conversationById.get(orgId, id) as Row | undefined;
@@ -125,7 +129,7 @@ export function createConversations(db: Database.Database, writer: ConversationW
       const replies = turns.map((t) => {
         const message: MessageRecord = {
           id: newId('msg'), conversation_id: t.conversation_id, org_id: t.org_id, turn_id: t.turn_id, role: 'agent',
-          status: 'failed', content: '', citations: [], tool_runs: [], usage: null, finish_reason: null,
+          status: 'failed', content: '', citations: [], tool_runs: [], usage: null, finish_reason: null, timing: null,
           error: { type: error.type, code: error.code, message: error.message }, created_at: at,
         };
         return { message, events: events?.({ message, agent_id: t.agent_id }) };

@@ -249,6 +249,13 @@ export const MIGRATIONS: readonly string[] = [
   CREATE UNIQUE INDEX invitations_pending ON invitations(org_id, email) WHERE status = 'pending';
   CREATE INDEX invitations_email ON invitations(email, created_at) WHERE status = 'pending';
   `,
+  // 15: per-turn timing on agent messages (API.md "Chat", Timing: JSON, NULL on every other message and
+  // on every message stored before), and agents by exact name within an organization (the `model` of the
+  // OpenAI-compatible endpoints may be an agent's name).
+  `
+  ALTER TABLE messages ADD COLUMN timing TEXT;
+  CREATE INDEX agents_org_name ON agents(org_id, name);
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

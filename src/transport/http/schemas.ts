@@ -11,7 +11,7 @@ import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message
 import { MetadataSchema } from '../../vocabulary/metadata.js';
 import { RoleSchema } from '../../vocabulary/role.js';
 import { StreamEventSchema } from '../../vocabulary/stream-event.js';
-import { CitationSchema, FinishReasonSchema, ToolRunSchema, TurnErrorSchema, UsageSchema } from '../../vocabulary/turn.js';
+import { CitationSchema, FinishReasonSchema, ToolRunSchema, TurnErrorSchema, TurnTimingSchema, UsageSchema } from '../../vocabulary/turn.js';
 import { USAGE_METRICS, USAGE_PERIODS, WEBHOOK_EVENT_TYPES } from '../../vocabulary/webhook.js';
 
 export { CitationSchema, ConversationStatusSchema, StreamEventSchema, ToolRunSchema, UsageSchema };
@@ -182,7 +182,9 @@ export const MessageSchema = z.object({
   id: z.string(), conversation_id: z.string(), turn_id: z.string().nullable(),
   role: MessageRoleSchema, content: z.string(), citations: z.array(CitationSchema),
   tool_runs: z.array(ToolRunSchema), usage: UsageSchema.nullable(), status: MessageStatusSchema,
-  finish_reason: FinishReasonSchema.nullable(), error: TurnErrorSchema.nullable(), created_at: time,
+  finish_reason: FinishReasonSchema.nullable(), error: TurnErrorSchema.nullable(),
+  timing: TurnTimingSchema.nullable().describe('Agent messages a turn stored (replies and failed replies): where the turn\'s time went (ms from the request\'s arrival); null on every other message'),
+  created_at: time,
 }).meta({ id: 'Message' });
 
 export const EmptyQuery = z.object({}).strict();
@@ -341,3 +343,83 @@ export const UsageThresholdsSchema = z.object({
     period: z.enum(USAGE_PERIODS).describe('UTC calendar day or month'),
   }).strict()).max(20),
 }).strict().meta({ id: 'UsageThresholds' });
+
+// OpenAI-compatible endpoints (API.md "OpenAI-compatible", docs/openai-compatible.md). Unlike every other
+// request body, these are not strict: OpenAI clients send fields Parley has no use for (sampling
+// parameters, client-side tools, ...), and OpenAI's own API accepts them, so unknown fields are dropped.
+
+/** One part of an OpenAI message's content: only `text` parts (and an assistant's `refusal`) carry text Parley uses. */
+const ChatCompletionContentPartSchema = z.object({
+  type: z.string().max(100),
+  text: z.string().max(32_000).optional(),
+  refusal: z.string().max(32_000).optional(),
+});
+
+export const ChatCompletionMessageSchema = z.object({
+  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
+  content: z.union([z.string().max(32_000), z.array(ChatCompletionContentPartSchema).max(100), z.null()]).optional(),
+  name: z.string().max(256).optional(),
+}).meta({ id: 'ChatCompletionMessage', description: 'A chat message in the OpenAI format; other fields (tool_calls, tool_call_id, ...) are accepted and ignored' });
+
+const openAiMetadata = z.record(z.string().min(1).max(40), z.string().max(500))
+  .refine((m) => Object.keys(m).length <= 50, 'at most 50 keys')
+  .describe('Stripe\'s metadata rules (at most 50 keys, keys up to 40 characters, string values up to 500). `conversation_id`: continue that conversation; the rest is stored as a new conversation\'s metadata');
+
+export const ChatCompletionRequestSchema = z.object({
+  model: z.string().min(1).max(256).describe('An agent id (agt_...) or the exact name of one of the organization\'s agents'),
+  messages: z.array(ChatCompletionMessageSchema).min(1).max(1000)
+    .describe('The last `user` message is the visitor message. Without a conversation, the user and assistant messages before it are the history the new conversation starts with; `system` and `developer` messages are added after the agent\'s instructions'),
+  stream: z.boolean().nullable().optional().describe('true: chat.completion.chunk events, then `data: [DONE]`'),
+  stream_options: z.object({ include_usage: z.boolean().nullable().optional() }).nullable().optional()
+    .describe('include_usage: a last chunk (empty choices) carries `usage`'),
+  n: z.literal(1).nullable().optional().describe('Only one choice is made'),
+  metadata: openAiMetadata.nullable().optional(),
+}).meta({
+  id: 'ChatCompletionRequest',
+  description: 'OpenAI\'s chat completions request. Fields not listed (temperature, top_p, max_tokens, max_completion_tokens, stop, seed, presence_penalty, frequency_penalty, logit_bias, logprobs, top_logprobs, tools, tool_choice, parallel_tool_calls, response_format, user, store, service_tier, reasoning_effort, ...) are accepted and ignored: the agent\'s own settings apply.',
+});
+
+const OpenAIUsageSchema = z.object({
+  prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int(),
+}).meta({ id: 'ChatCompletionUsage' });
+
+const ParleyCompletionSchema = z.object({
+  conversation_id: z.string().describe('Send it back as metadata.conversation_id (or X-Parley-Conversation-Id) to continue the conversation'),
+  message_id: z.string().optional().describe('The stored reply (in a stream: on the chunk with finish_reason)'),
+  citations: z.array(CitationSchema).optional().describe('Knowledge-base passages the reply used (in a stream: on the chunk with finish_reason)'),
+  tool_runs: z.array(ToolRunSchema).optional().describe('Tools the agent ran on the server during the turn (never `tool_calls`: an OpenAI client would try to run them)'),
+  finish_reason: FinishReasonSchema.optional().describe('Parley\'s own finish reason (handoff and cancelled map to `stop` in choices)'),
+  timing: TurnTimingSchema.nullable().optional().describe('Where the turn\'s time went (ms from the request\'s arrival); null for a message forwarded to a person'),
+  replace: z.string().optional().describe('Streams only: the safety check rewrote the reply after it was streamed; show this text instead'),
+}).meta({ id: 'ParleyCompletion' });
+
+export const ChatCompletionSchema = z.object({
+  id: z.string().describe('chatcmpl-<turn_id>'), object: z.literal('chat.completion'), created: z.number().int().describe('Unix seconds'),
+  model: z.string().describe('The agent id'),
+  choices: z.array(z.object({
+    index: z.number().int(),
+    message: z.object({ role: z.literal('assistant'), content: z.string(), refusal: z.null() }),
+    logprobs: z.null(),
+    finish_reason: z.enum(['stop', 'length', 'content_filter']),
+  })),
+  usage: OpenAIUsageSchema,
+  parley: ParleyCompletionSchema,
+}).meta({ id: 'ChatCompletion' });
+
+export const ChatCompletionChunkSchema = z.object({
+  id: z.string(), object: z.literal('chat.completion.chunk'), created: z.number().int(), model: z.string(),
+  choices: z.array(z.object({
+    index: z.number().int(),
+    delta: z.object({ role: z.literal('assistant').optional(), content: z.string().optional() }),
+    finish_reason: z.enum(['stop', 'length', 'content_filter']).nullable(),
+  })).describe('Empty on the usage chunk'),
+  usage: OpenAIUsageSchema.optional().describe('Only on the last chunk, with stream_options.include_usage'),
+  parley: ParleyCompletionSchema.optional().describe('On the first chunk (conversation_id) and on the chunk with finish_reason (all of it)'),
+}).meta({ id: 'ChatCompletionChunk', description: 'One `data:` line of a streamed completion; `data: [DONE]` ends the stream, `data: {"error":{...}}` ends a failed one' });
+
+export const ModelSchema = z.object({
+  id: z.string().describe('The agent id'), object: z.literal('model'), created: z.number().int().describe('Unix seconds: when the agent was created'),
+  owned_by: z.string().describe('The organization id'), name: z.string().describe('The agent\'s name (also accepted as `model`)'),
+}).meta({ id: 'Model' });
+
+export const ModelListSchema = z.object({ object: z.literal('list'), data: z.array(ModelSchema) }).meta({ id: 'ModelList' });

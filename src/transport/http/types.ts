@@ -1,6 +1,7 @@
 import type { ZodType } from 'zod';
 import type { AccessRule, Principal } from '../../runtime/services/access.js';
 import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
+import type { SseFramer } from '../sse/sse-writer.js';
 
 /** An HTTP request as route handlers see it: no uWS types, everything copied out of the socket. */
 export interface HttpRequest {
@@ -14,6 +15,8 @@ export interface HttpRequest {
   body: Buffer | null;
   requestId: string;
   remoteAddress: string;
+  /** performance.now() (ms) when the request arrived (its head was read): the origin of a turn's timing. */
+  arrivedAt: number;
   /**
    * Headers every response to this request carries, whatever it is (success, error, stream): the CORS
    * headers of a public endpoint, set by the dispatcher before the handler runs.
@@ -28,8 +31,11 @@ export type HttpResult =
   | { kind: 'text'; status: number; contentType: string; body: string }
   /** Bytes as they are (static files, possibly gzip-encoded: then `headers` says so). */
   | { kind: 'bytes'; status: number; contentType: string; body: Uint8Array; headers?: Record<string, string> }
-  /** An SSE stream of a turn's channel, replaying after `afterSeq`. */
-  | { kind: 'sse'; channel: TurnChannel; afterSeq: number };
+  /**
+   * An SSE stream of a turn's channel, replaying after `afterSeq`, each event framed by `framer` (default:
+   * Parley's own stream events).
+   */
+  | { kind: 'sse'; channel: TurnChannel; afterSeq: number; framer?: SseFramer };
 
 /** Context handed to a route handler: path params, validated body and query, the caller. */
 export interface RouteContext<B, Q> {

@@ -44,7 +44,7 @@ export function messageView(m: MessageRecord) {
   return {
     id: m.id, conversation_id: m.conversation_id, turn_id: m.turn_id, role: m.role, content: m.content,
     citations: m.citations, tool_runs: m.tool_runs, usage: m.usage, status: m.status, finish_reason: m.finish_reason,
-    error: m.error, created_at: m.created_at,
+    error: m.error, timing: m.timing, created_at: m.created_at,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from '../../log/logger.js';
 import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
+import type { StreamEvent } from '../../vocabulary/stream-event.js';
 
 /** Where SSE bytes go: the transport's response, already carrying status and headers. */
 export interface SseSink {
@@ -19,6 +20,16 @@ export interface SseSink {
 /** The SSE frame of one event: `id: <turn_id>:<seq>`, one `data:` line (JSON has no raw newlines), blank line. */
 export function sseFrame(turnId: string, seq: number, json: string): string {
   return `id: ${turnId}:${seq}\ndata: ${json}\n\n`;
+}
+
+/**
+ * How a turn's events become SSE bytes on one response, when not as Parley's own events (sseFrame): the
+ * OpenAI-compatible endpoint frames them as `chat.completion.chunk`s. `frame` is called once per event,
+ * in order, synchronously, with the event's shared JSON (TurnChannel); it returns the bytes to write for
+ * it: any number of whole SSE events, or '' for none. It is on the token hot path: build strings, no more.
+ */
+export interface SseFramer {
+  frame(seq: number, event: StreamEvent, json: string): string;
 }
 
 /** The heartbeat comment (API.md "Chat": `: ping` comment lines keep idle streams open). */
@@ -48,6 +59,8 @@ interface LiveStream {
   closed: boolean;
   /** The channel subscription; undefined while `subscribe` is still replaying. */
   unsubscribe: (() => void) | undefined;
+  /** How events become bytes; undefined: Parley's own events (sseFrame). */
+  framer: SseFramer | undefined;
   /** Frames of events emitted in the current synchronous run, written together at the next microtask. */
   pending: string;
   flushScheduled: boolean;
@@ -86,18 +99,26 @@ export class SseHub {
   }
 
   /**
-   * Streams `channel` to `sink` from after `afterSeq` until the terminal event, then ends the response.
+   * Streams `channel` to `sink` from after `afterSeq` until the terminal event, then ends the response,
+   * each event framed by `framer` (default: Parley's own events, `id: <turn_id>:<seq>` and `data:`).
    * Returns the function to call when the client goes away (it only unsubscribes).
    */
-  attach(sink: SseSink, channel: TurnChannel, afterSeq: number): () => void {
+  attach(sink: SseSink, channel: TurnChannel, afterSeq: number, framer?: SseFramer): () => void {
     const stream: LiveStream = {
-      sink, turnId: channel.turnId, lastWriteAt: Date.now(), closed: false, unsubscribe: undefined, pending: '', flushScheduled: false,
+      sink, turnId: channel.turnId, lastWriteAt: Date.now(), closed: false, unsubscribe: undefined, framer, pending: '', flushScheduled: false,
     };
     this.live.add(stream);
     const unsubscribe = channel.subscribe({
-      onEvent: (seq, _event, json) => {
+      onEvent: (seq, event, json) => {
         if (stream.closed) return;
-        stream.pending += sseFrame(stream.turnId, seq, json);
+        const framer = stream.framer;
+        if (framer === undefined) {
+          stream.pending += sseFrame(stream.turnId, seq, json);
+        } else {
+          const frame = framer.frame(seq, event, json);
+          if (frame.length === 0) return;
+          stream.pending += frame;
+        }
         if (!stream.flushScheduled) {
           stream.flushScheduled = true;
           queueMicrotask(() => this.flush(stream));

@@ -139,7 +139,7 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
     ex.res.cork(() => {
       const sink = openSseResponse(ex, turnId, ending);
       open.add(ex);
-      ending.detach = opts.sse.attach(sink, result.channel, result.afterSeq);
+      ending.detach = opts.sse.attach(sink, result.channel, result.afterSeq, result.framer);
     });
     ex.onAbort = ending;
     releaseRequest(ex.req);
@@ -158,11 +158,12 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
   app.any('/*', (res, uReq) => {
     const head = readRequestHead(uReq);
     const { method, path, headers } = head;
+    const arrivedAt = performance.now();
     const ex: Exchange = {
-      res, closed: false, onAbort: undefined, startedAt: performance.now(), status: 0, head: method === 'HEAD',
+      res, closed: false, onAbort: undefined, startedAt: arrivedAt, status: 0, head: method === 'HEAD',
       req: {
         method, path, query: new URLSearchParams(head.query), headers, body: null,
-        requestId: newId('req'), remoteAddress: textDecoder.decode(res.getRemoteAddressAsText()),
+        requestId: newId('req'), remoteAddress: textDecoder.decode(res.getRemoteAddressAsText()), arrivedAt,
       },
     };
     res.onAborted(() => {

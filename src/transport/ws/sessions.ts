@@ -142,18 +142,20 @@ export class ChatSession extends BaseSession {
   }
 
   message(text: string): void {
+    const arrivedAt = performance.now();
     const parsed = parseFrame(ChatClientFrame, text);
     if (!parsed.ok) return this.refuse(parsed);
     const f = parsed.frame;
     switch (f.type) {
       case 'ping': this.port.send(PONG); break;
-      case 'message': void this.chat(f); break;
+      case 'message': void this.chat(f, arrivedAt); break;
       case 'cancel': this.cancel(f.turn_id); break;
       case 'resume': void this.resume(f); break;
     }
   }
 
-  private async chat(f: Extract<ChatFrame, { type: 'message' }>): Promise<void> {
+  /** A message frame that arrived at `arrivedAt` (performance.now(), ms: the origin of the turn's timing). */
+  private async chat(f: Extract<ChatFrame, { type: 'message' }>, arrivedAt: number): Promise<void> {
     const stop = new AbortController();
     const starting = this.starting ??= new Set();
     starting.add(stop);
@@ -162,10 +164,10 @@ export class ChatSession extends BaseSession {
       let channel: TurnChannel;
       if (this.target.kind === 'public') {
         this.s.public.limit(this.port.remoteAddress, f.conversation_id === undefined ? undefined : f.visitor_token);
-        channel = await this.s.public.send(this.target.publicKey, input);
+        channel = await this.s.public.send(this.target.publicKey, input, { arrivedAt });
       } else {
         if (f.visitor_token !== undefined) throw new AppError('validation_failed', 'visitor_token is for public sockets only.');
-        channel = await this.s.chat.send(this.target.orgId, this.target.agentId, input);
+        channel = await this.s.chat.send(this.target.orgId, this.target.agentId, input, 'api', { arrivedAt });
       }
       if (this.port.closed) return; // the turn goes on and is stored
       this.watchOperators(channel.conversationId);

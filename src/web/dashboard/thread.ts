@@ -97,7 +97,7 @@ export function applyFrame(t: Thread, f: Frame): Thread {
       if (typeof f.content === 'string' && typeof f.role === 'string') {
         return addStored(t, [{
           id: String(f.message_id), conversation_id: String(f.conversation_id), turn_id: typeof f.turn_id === 'string' ? f.turn_id : null,
-          role: f.role as MessageRole, content: f.content, citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null,
+          role: f.role as MessageRole, content: f.content, citations: [], tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, timing: null,
           created_at: typeof f.created_at === 'string' ? f.created_at : new Date().toISOString(),
         }]);
       }

@@ -3,7 +3,7 @@ import {
   ChatRequestSchema, ChatResponseSchema, ConversationListQuery, ConversationSchema, EmptyQuery, ErrorSchema, listOf,
   MessageSchema, PageQuery, StreamEventSchema,
 } from '../schemas.js';
-import { collectReply } from '../one-shot.js';
+import { collectReply, oneShotResult } from '../one-shot.js';
 import { ACCESS } from '../../../runtime/services/access.js';
 import type { Services } from '../services.js';
 import type { RouteDef } from '../types.js';
@@ -25,7 +25,7 @@ export function chatRoutes(s: Services): RouteDef[] {
       method: 'POST', path: '/v1/agents/{agent_id}/chat', tag: 'Chat', access: ACCESS.member, body: ChatRequestSchema, query: EmptyQuery,
       summary: 'Send a message to an agent: one-shot JSON (stream=false) or Server-Sent Events (stream=true)',
       responses: [
-        { status: 200, description: 'One-shot reply (stream=false)', schema: ChatResponseSchema },
+        { status: 200, description: 'One-shot reply (stream=false), with a `Server-Timing` header (queued, setup, upstream_first_byte, first_token, total: ms from the request\'s arrival)', schema: ChatResponseSchema },
         { status: 200, description: 'Event stream (stream=true): `id: <turn_id>:<seq>` and `data: <StreamEvent>` per event', schema: StreamEventSchema, contentType: 'text/event-stream' },
         { status: 404, description: 'Unknown agent or conversation', schema: ErrorSchema },
         { status: 409, description: 'conversation_closed or turn_in_progress', schema: ErrorSchema },
@@ -33,10 +33,11 @@ export function chatRoutes(s: Services): RouteDef[] {
         { status: 502, description: 'model_unavailable (one-shot)', schema: ErrorSchema },
         { status: 504, description: 'model_timeout (one-shot)', schema: ErrorSchema },
       ],
-      async handle({ principal, params, body }: { principal: { orgId: string }; params: Record<string, string>; body: z.infer<typeof ChatRequestSchema> }) {
-        const channel = await s.chat.send(principal.orgId, params.agent_id!, body);
+      async handle({ req, principal, params, body }: { req: { arrivedAt: number }; principal: { orgId: string }; params: Record<string, string>; body: z.infer<typeof ChatRequestSchema> }) {
+        const channel = await s.chat.send(principal.orgId, params.agent_id!, body, 'api', { arrivedAt: req.arrivedAt });
         if (body.stream) return { kind: 'sse', channel, afterSeq: 0 };
-        return { kind: 'json', status: 200, body: await collectReply(channel) };
+        const { reply, timing } = await collectReply(channel);
+        return oneShotResult(reply, timing);
       },
     },
     {

@@ -11,6 +11,7 @@ import { memberRoutes } from './members.js';
 import { operationRoutes } from './operations.js';
 import { publicRoutes } from './public.js';
 import { usageRoutes, webhookRoutes } from './webhooks.js';
+import { openAIRoutes } from './openai.js';
 
 /**
  * Every HTTP route of the API, in matching order (literal paths before parameters where they overlap).
@@ -22,6 +23,7 @@ export function apiRoutes(services: Services): RouteDef[] {
   routes.push(
     ...operationRoutes(services, () => routes), ...authRoutes(services), ...apiKeyRoutes(services), ...memberRoutes(services),
     ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services), ...handoffRoutes(services), ...publicRoutes(services),
+    ...openAIRoutes(services),
     ...webhookRoutes(services), ...usageRoutes(services),
   );
   return routes;

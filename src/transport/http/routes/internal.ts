@@ -35,6 +35,8 @@ const ForwardedChatSchema = z.object({
     metadata: z.record(z.string(), z.unknown()).optional(),
     visitor_token: z.string().optional(),
   }).strict(),
+  elapsed_ms: z.number().min(0).max(3_600_000).optional(),
+  client_instructions: z.string().optional(),
 }).strict();
 
 const ControlSchema = z.object({
@@ -77,7 +79,11 @@ export function internalRoutes(s: Services, processId: () => string): RouteDef[]
       ...common, method: 'POST', path: '/internal/v1/chat', summary: 'A chat message forwarded to its conversation\'s owner', body: ForwardedChatSchema,
       async handle({ body }: { body: z.infer<typeof ForwardedChatSchema> }) {
         try {
-          const channel = await s.chat.send(body.org_id, body.agent_id, body.input, body.via, true);
+          // The turn's timing counts from the request's arrival at the process that forwarded it.
+          const arrivedAt = performance.now() - (body.elapsed_ms ?? 0);
+          const channel = await s.chat.send(body.org_id, body.agent_id, body.input, body.via, {
+            hereOnly: true, arrivedAt, ...(body.client_instructions ? { clientInstructions: body.client_instructions } : {}),
+          });
           return { kind: 'sse', channel, afterSeq: 0 };
         } catch (err) {
           return failure(err);

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { ACCESS } from '../../../runtime/services/access.js';
-import { collectReply } from '../one-shot.js';
+import { collectReply, oneShotResult } from '../one-shot.js';
 import {
   ChatResponseSchema, ConversationSchema, EmptyQuery, ErrorSchema, HandoffRequestSchema, listOf, MessageSchema, PageQuery,
   PublicChatRequestSchema, StreamEventSchema, TurnCancelSchema,
@@ -36,17 +36,18 @@ export function publicRoutes(s: Services): RouteDef[] {
       method: 'POST', path: '/v1/public/agents/{public_key}/chat', tag: 'Public', access: ACCESS.public, cors: true, body: PublicChatRequestSchema, query: EmptyQuery,
       summary: 'A visitor chats with a published agent: the contract of POST /v1/agents/{agent_id}/chat; a new conversation\'s first event (or one-shot reply) carries its visitor_token',
       responses: [
-        { status: 200, description: 'One-shot reply (stream=false)', schema: ChatResponseSchema },
+        { status: 200, description: 'One-shot reply (stream=false), with a `Server-Timing` header', schema: ChatResponseSchema },
         { status: 200, description: 'Event stream (stream=true)', schema: StreamEventSchema, contentType: 'text/event-stream' },
         ...ERRORS,
         { status: 409, description: 'conversation_closed or turn_in_progress', schema: ErrorSchema },
         { status: 503, description: 'overloaded or shutting_down', schema: ErrorSchema },
       ],
-      async handle({ req, params, body }: { req: { remoteAddress: string }; params: Record<string, string>; body: z.infer<typeof PublicChatRequestSchema> }) {
+      async handle({ req, params, body }: { req: { remoteAddress: string; arrivedAt: number }; params: Record<string, string>; body: z.infer<typeof PublicChatRequestSchema> }) {
         s.public.limit(req.remoteAddress, body.conversation_id === undefined ? undefined : body.visitor_token);
-        const channel = await s.public.send(params.public_key!, body);
+        const channel = await s.public.send(params.public_key!, body, { arrivedAt: req.arrivedAt });
         if (body.stream) return { kind: 'sse', channel, afterSeq: 0 };
-        return { kind: 'json', status: 200, body: await collectReply(channel) };
+        const { reply, timing } = await collectReply(channel);
+        return oneShotResult(reply, timing);
       },
     },
     {
