@@ -103,11 +103,14 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const embeddings = embedderFromConfig(config);
   const embedder = embeddings?.embedder;
   const search = createKnowledgeSearch({ knowledge: store.knowledge, embedder, logger });
-  const pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, warmUpRounds: config.ingestWarmUpRounds, onError: (err) => logger.error({ err }, 'ingestion worker error') });
-  metrics.watchIngestion(() => ({ threads: pool.threads, warmedUp: pool.warmedUp }));
+  const pool = new IngestionPool({
+    processes: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice,
+    warmUpRounds: config.ingestWarmUpRounds, maxExpandedBytes: config.ingestMaxExpandedBytes, onError: (err) => logger.error({ err }, 'ingestion parser error'),
+  });
+  metrics.watchIngestion(() => ({ threads: pool.processes, warmedUp: pool.warmedUp }));
   if (store.commits !== undefined) metrics.watchCommits(store.commits.bind(store));
   const outbox = new Outbox();
-  const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder);
+  const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder, { maxProcessingPerOrg: config.ingestMaxProcessingPerOrg });
   const agentDirectory = new AgentDirectory(store);
   const live = new LiveHub();
   // HTTP tools reach customers' endpoints only through the outbound guard (public addresses unless allowed).

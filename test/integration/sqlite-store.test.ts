@@ -74,7 +74,7 @@ const insertV1Message = (db: Database.Database, seq: number, id: string, conv: s
 function doc(id: string): DocumentRecord {
   return {
     id, org_id: 'org_A', knowledge_base_id: 'kb_1', title: 'Big', content_type: 'text/plain', status: 'processing',
-    error: null, chunk_count: 0, bytes: 3, created_at: T0, updated_at: T0,
+    error: null, error_code: null, chunk_count: 0, bytes: 3, created_at: T0, updated_at: T0,
   };
 }
 
@@ -99,7 +99,7 @@ describe('sqlite: migrations', () => {
     v1.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect(s.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(s.db.pragma('foreign_key_check')).toEqual([]);
     expect(s.db.prepare(`SELECT "table", "from", "to" FROM pragma_foreign_key_list('messages')`).all())
@@ -115,7 +115,8 @@ describe('sqlite: migrations', () => {
       tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, created_at: T1,
     })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
     // A document from before the migration has no stored upload.
-    expect(await s.knowledge.pendingDocuments()).toEqual([{ document: { ...doc('doc_old'), title: 'Old' }, content: null }]);
+    expect(await s.knowledge.pendingDocuments()).toEqual([{ ...doc('doc_old'), title: 'Old' }]);
+    expect(await s.knowledge.documentSource('doc_old')).toBeNull();
     // The FTS index is merged by the store, not by FTS5's automerge.
     expect(s.db.prepare(`SELECT v FROM chunks_fts_config WHERE k = 'automerge'`).get()).toEqual({ v: 0 });
   });
@@ -144,7 +145,7 @@ describe('sqlite: migrations', () => {
     v2.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect(await s.apiKeys.findByHash('h1')).toEqual({ id: 'key_1', org_id: 'org_A', name: 'old', key_hash: 'h1', last4: 'abcd', created_at: T0, revoked_at: null, expires_at: null });
     expect(await s.memberships.organizationsOf('usr_1')).toEqual([]);
     expect(await s.signingKeys.active()).toBeUndefined();
@@ -159,7 +160,7 @@ describe('sqlite: migrations', () => {
     v3.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect((await s.agents.get('org_A', 'agt_1'))?.allowed_origins).toEqual(['*']);
     expect((await s.conversations.get('org_A', 'conv_1'))?.visitor_token_hash).toBeNull();
     expect(s.db.prepare(`SELECT name FROM pragma_table_info('socket_tickets') WHERE name = 'session_id'`).all()).toEqual([{ name: 'session_id' }]);
@@ -173,7 +174,7 @@ describe('sqlite: migrations', () => {
     v4.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect(await s.knowledge.search('org_A', ['kb_1'], 'walrus', 5)).toEqual([
       expect.objectContaining({ chunk_id: 'chk_1', heading: '', page: null }),
     ]);
@@ -194,7 +195,7 @@ describe('sqlite: migrations', () => {
     v8.close();
 
     const s = store(dir);
-    expect(s.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(s.db.pragma('user_version', { simple: true })).toBe(10);
     expect(s.db.prepare(`SELECT id, embedding, embedding_model FROM chunks`).all()).toEqual([{ id: 'chk_1', embedding: null, embedding_model: null }]);
     expect((await s.knowledge.search('org_A', ['kb_1'], 'narwhal', 5)).map((h) => h.chunk_id)).toEqual(['chk_1']);
     expect(await s.knowledge.vectorSearch('org_A', ['kb_1'], 'm', new Float32Array([1, 0]), 5)).toEqual([]);
@@ -212,7 +213,7 @@ describe('sqlite: migrations', () => {
     const dir = tempDir();
     store(dir).db.close();
     const again = store(dir);
-    expect(again.db.pragma('user_version', { simple: true })).toBe(9);
+    expect(again.db.pragma('user_version', { simple: true })).toBe(10);
     expect(again.db.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 });
@@ -356,7 +357,8 @@ describe('sqlite: completeDocument in slices', () => {
     expect(partial).toBeGreaterThan(0);
     expect(partial).toBeLessThan(30);
     expect(await again.knowledge.search('org_A', ['kb_1'], 'numbat', 50)).toEqual([]);
-    expect((await again.knowledge.pendingDocuments()).map((p) => [p.document.id, p.document.status, p.content])).toEqual([['doc_1', 'processing', 'raw']]);
+    expect((await again.knowledge.pendingDocuments()).map((p) => [p.id, p.status])).toEqual([['doc_1', 'processing']]);
+    expect(await again.knowledge.documentSource('doc_1')).toBe('raw');
 
     expect(await again.knowledge.completeDocument('doc_1', chunks(12, 'numbat'), T1)).toBe(true);
     expect(chunkRows(again.db, 'doc_1')).toBe(12);
