@@ -27,6 +27,16 @@ export class FairQueue<T> {
     return this.#size;
   }
 
+  /**
+   * Owners the queue keeps state for: those with items queued, and those whose last finish tag is still
+   * ahead of the virtual time (at most the owners served in the current round). Bounded by the active
+   * owners, not by every owner ever seen.
+   */
+  get tracked(): number {
+    const owners = new Set([...this.#queues.keys(), ...this.#finish.keys()]);
+    return owners.size;
+  }
+
   /** Items queued by `owner`. */
   sizeOf(owner: string): number {
     return this.#queues.get(owner)?.length ?? 0;
