@@ -207,6 +207,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
         await chat.drain(config.shutdownGraceMs);
         server.closeAll();
         sse.close();
+        knowledge.stopWaiting();
         await knowledge.settled();
         await dispatcher.close();
         await sender.close();

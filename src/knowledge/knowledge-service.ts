@@ -78,12 +78,13 @@ export class KnowledgeService {
   /**
    * Creates the document record with its upload and queues its ingestion; resolves with the `processing`
    * record once both are durable. With `transfer`, a whole-buffer `content` is moved to the store's
-   * writer instead of copied (the caller's array is detached afterwards).
+   * writer instead of copied (the caller's array is detached afterwards). `bounded: false` skips the
+   * per-organization bound (the server's own first-run import).
    *
    * @throws AppError `rate_limited` (429, `Retry-After`) when the organization already has
    *   `maxProcessingPerOrg` documents processing; nothing is stored then.
    */
-  async upload(kb: KnowledgeBaseRecord, upload: DocumentUpload, opts: { transfer?: boolean } = {}): Promise<DocumentRecord> {
+  async upload(kb: KnowledgeBaseRecord, upload: DocumentUpload, opts: { transfer?: boolean; bounded?: boolean } = {}): Promise<DocumentRecord> {
     const now = new Date().toISOString();
     const bytes = typeof upload.content === 'string' ? Buffer.byteLength(upload.content) : upload.content.byteLength;
     const doc: DocumentRecord = {
@@ -91,7 +92,7 @@ export class KnowledgeService {
       content_type: upload.contentType, status: 'processing', error: null, error_code: null, chunk_count: 0, bytes,
       created_at: now, updated_at: now,
     };
-    const max = this.options.maxProcessingPerOrg;
+    const max = opts.bounded === false ? undefined : this.options.maxProcessingPerOrg;
     const stored = await this.store.knowledge.createDocument(doc, upload.content, { ...(max !== undefined ? { maxProcessing: max } : {}), transfer: opts.transfer === true });
     if (!stored) {
       throw new AppError('rate_limited', `This organization already has ${max} documents processing; retry once some are ready.`, {
@@ -119,6 +120,15 @@ export class KnowledgeService {
   /** Documents of `orgId` waiting for a parser in this process. */
   waiting(orgId: string): number {
     return this.queue.sizeOf(orgId);
+  }
+
+  /**
+   * Shutdown: documents still waiting for a parser are left as they are stored (`processing`, with their
+   * upload; the next start ingests them again, resumePending) instead of being parsed now; the documents
+   * being ingested carry on, and {@link settled} then waits for them only. Later uploads are queued as usual.
+   */
+  stopWaiting(): void {
+    for (const { done } of this.queue.drain()) done();
   }
 
   private enqueue(doc: DocumentRecord): void {

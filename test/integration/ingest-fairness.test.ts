@@ -135,3 +135,32 @@ describe('fair ingestion after a restart (resumePending)', () => {
     }
   }, 60_000);
 });
+
+describe('shutdown leaves waiting documents for the next start (stopWaiting)', () => {
+  it('settles after the documents being parsed; the waiting ones stay processing and the next start resumes them', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'parley-stop-'));
+    const store = createSqliteStore(dir);
+    const pool = new IngestionPool({ processes: 1, timeoutMs: 1500 });
+    const knowledge = new KnowledgeService(store, pool, new EventBus(() => undefined), pino({ level: 'silent' }));
+    try {
+      const kb = { id: 'kb_a', org_id: 'org_a', name: 'A', created_at: new Date().toISOString() };
+      await store.knowledge.createBase(kb);
+      const html = new Uint8Array(nestedHtml(850_000));
+      const docs = [];
+      for (const title of ['one', 'two', 'three']) docs.push(await knowledge.upload(kb, { title, contentType: 'text/html', content: html.slice() }));
+      expect(knowledge.waiting('org_a')).toBe(2);
+      knowledge.stopWaiting();
+      expect(knowledge.waiting('org_a')).toBe(0);
+      const started = performance.now();
+      await knowledge.settled();
+      expect(performance.now() - started).toBeLessThan(1500 + 1500); // the one being parsed, not all three
+      const statuses = await Promise.all(docs.map(async (d) => (await store.knowledge.getDocument('org_a', 'kb_a', d.id))?.status));
+      expect(statuses).toEqual(['failed', 'processing', 'processing']);
+      expect((await store.knowledge.pendingDocuments()).map((d) => d.title)).toEqual(['two', 'three']);
+    } finally {
+      await pool.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
