@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { countingHook, instrumentPdfWorker, PDF_DECODE_HOOK, PDF_WORKER_PATCHES } from '../../src/knowledge/pdfjs-instrumented.js';
+import { countingHook, instrumentPdfWorker, loadInstrumentedPdfWorker, PDF_DECODE_HOOK, PDF_WORKER_PATCHES } from '../../src/knowledge/pdfjs-instrumented.js';
 
 const source = readFileSync(createRequire(import.meta.url).resolve('pdfjs-dist/legacy/build/pdf.worker.mjs'), 'utf8');
 const CALL = 'globalThis[Symbol.for("parley.pdfjs.decoded")]?.';
@@ -22,6 +22,39 @@ describe('instrumentPdfWorker (the installed pdf.js)', () => {
     expect(() => instrumentPdfWorker(source.replace(ensure!.anchor, ''))).toThrow(/DecodeStream.ensureBuffer anchor is missing/);
     expect(() => instrumentPdfWorker(source + ensure!.anchor)).toThrow(/DecodeStream.ensureBuffer anchor is not unique/);
     expect(() => instrumentPdfWorker('')).toThrow(/anchor is missing/);
+    const [, chunks, brotli] = PDF_WORKER_PATCHES;
+    expect(() => instrumentPdfWorker(source.replace(chunks!.anchor, ''))).toThrow('cannot count the bytes pdf.js decodes: the asyncGetBytesFromDecompressionStream anchor is missing in pdf.worker.mjs (pdfjs-dist changed?)');
+    expect(() => instrumentPdfWorker(source.replace(brotli!.anchor, ''))).toThrow(/the BrotliDecode anchor is missing/);
+  });
+
+  it('finds an anchor at the very start of the source', () => {
+    const anchors = PDF_WORKER_PATCHES.map((p) => p.anchor).join('');
+    expect(instrumentPdfWorker(anchors).split(CALL).length - 1).toBe(3);
+  });
+});
+
+describe('loadInstrumentedPdfWorker', () => {
+  it('installs the instrumented pdf.js core as globalThis.pdfjsWorker, once, and pdf.js then calls the hook while it decodes', async () => {
+    await loadInstrumentedPdfWorker();
+    const installed = (globalThis as { pdfjsWorker?: { WorkerMessageHandler?: unknown } }).pdfjsWorker?.WorkerMessageHandler;
+    expect(typeof installed).toBe('function');
+    await loadInstrumentedPdfWorker();
+    expect((globalThis as { pdfjsWorker?: { WorkerMessageHandler?: unknown } }).pdfjsWorker?.WorkerMessageHandler).toBe(installed);
+
+    const calls: number[] = [];
+    const hooks = globalThis as { [PDF_DECODE_HOOK]?: unknown };
+    hooks[PDF_DECODE_HOOK] = countingHook((n) => calls.push(n));
+    const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs');
+    const task = getDocument({ data: new Uint8Array(readFileSync(new URL('../fixtures/operations.pdf', import.meta.url))), verbosity: 0 });
+    try {
+      const page = await (await task.promise).getPage(1);
+      await page.getTextContent();
+    } finally {
+      delete hooks[PDF_DECODE_HOOK];
+      await task.destroy();
+    }
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.reduce((a, b) => a + b, 0)).toBeGreaterThan(1000);
   });
 });
 
