@@ -59,12 +59,3 @@ describe('ingest: what a success counts', () => {
   });
 });
 
-describe('warmUp', () => {
-  it('parses the warm-up documents the given number of rounds and resolves the time it took', async () => {
-    const { warmUp } = await import('../../src/knowledge/ingest.worker.js');
-    const none = await warmUp(0);
-    const one = await warmUp(1);
-    expect(none).toBeGreaterThanOrEqual(0);
-    expect(one).toBeGreaterThan(none);
-  });
-});
