@@ -16,8 +16,12 @@ import { labelled } from '../helpers/metrics.js';
 /** Uploads at once, and the size of each, bytes (the review's). */
 const UPLOADS = 50;
 const SIZE = 9 * 1024 * 1024;
-/** Longest event-loop stall allowed while they arrive, ms: a tenth of what the same uploads caused before. */
-const STALL_BOUND_MS = 300;
+/**
+ * Longest event-loop stall allowed while they arrive, ms. Measured on the 2-core development machine:
+ * 78-134 ms with this test alone, up to 476 ms beside the other test files of `npm test` (CPU contention
+ * stretches every pause, a GC's most); at 39dfeb3, 1.3 s alone and 6.1 s beside them (the review: 2.4 s).
+ */
+const STALL_BOUND_MS = 1000;
 
 const linux = process.platform === 'linux';
 if (!linux) console.warn('skipped: reads resident memory from /proc');
