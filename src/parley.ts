@@ -117,11 +117,14 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const embeddings = embedderFromConfig(config);
   const embedder = embeddings?.embedder;
   const search = createKnowledgeSearch({ knowledge: store.knowledge, embedder, logger });
-  const pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, warmUpRounds: config.ingestWarmUpRounds, onError: (err) => logger.error({ err }, 'ingestion worker error') });
-  metrics.watchIngestion(() => ({ threads: pool.threads, warmedUp: pool.warmedUp }));
+  const pool = new IngestionPool({
+    processes: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice,
+    warmUpRounds: config.ingestWarmUpRounds, maxExpandedBytes: config.ingestMaxExpandedBytes, onError: (err) => logger.error({ err }, 'ingestion parser error'),
+  });
+  metrics.watchIngestion(() => ({ threads: pool.processes, warmedUp: pool.warmedUp }));
   if (store.commits !== undefined) metrics.watchCommits(store.commits.bind(store));
   const outbox = new Outbox();
-  const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder);
+  const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder, { maxProcessingPerOrg: config.ingestMaxProcessingPerOrg });
   // Ready (GET /readyz) once start-up recovery is done, and the first-start bootstrap when the caller runs one.
   let started = false;
   // This process among those serving the store (DESIGN.md "Several processes"); its address is known
@@ -270,6 +273,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
         await peers.close();
         server.closeAll();
         sse.close();
+        knowledge.stopWaiting();
         await knowledge.settled();
         await dispatcher.close();
         await sender.close();

@@ -73,7 +73,7 @@ export async function vectorScan(ctx: Ctx): Promise<BenchOutcome> {
     await store.knowledge.createBase({ id: KB, org_id: ORG, name: 'Vectors', created_at: at });
     await store.knowledge.createDocument({
       id: 'doc_bench', org_id: ORG, knowledge_base_id: KB, title: 'Vectors', content_type: 'text/plain', status: 'processing',
-      error: null, chunk_count: 0, bytes: 1, created_at: at, updated_at: at,
+      error: null, error_code: null, chunk_count: 0, bytes: 1, created_at: at, updated_at: at,
     }, 'x');
     const vectors: Float32Array[] = [];
     const chunks: NewChunk[] = [];

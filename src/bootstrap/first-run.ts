@@ -58,7 +58,8 @@ export async function bootstrapIfEmpty(deps: {
   for (const file of files) {
     const content = await readFile(join(deps.docsDir, file));
     const title = file.replace(/\.md$/, '').replace(/[-_]+/g, ' ').replace(/^\w/, (c) => c.toUpperCase());
-    await knowledge.upload(kb, { title, contentType: 'text/markdown', content: new Uint8Array(content) });
+    // The server's own first-run import: not bounded by PARLEY_INGEST_MAX_PROCESSING_PER_ORG (a docs folder may hold more).
+    await knowledge.upload(kb, { title, contentType: 'text/markdown', content: new Uint8Array(content) }, { bounded: false });
   }
 
   const agentId = newId('agt');

@@ -82,8 +82,9 @@ export async function runCli(argv: string[]): Promise<number> {
       readPassword: () => readPassword(),
       print,
       importFolder: (req) => {
-        // The command's own workers, with the server's limits (PARLEY_INGEST_WORKERS, _TIMEOUT_MS, _MEMORY_MB).
-        pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, idleMs: 1000 });
+        // The command's own parser processes, with the server's limits (PARLEY_INGEST_WORKERS, _TIMEOUT_MS, _MEMORY_MB, _MAX_EXPANDED_BYTES);
+        // no per-organization bound: the import holds at most a few documents in flight itself.
+        pool = new IngestionPool({ processes: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, maxExpandedBytes: config.ingestMaxExpandedBytes, idleMs: 1000 });
         const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
         const bus = new EventBus((err) => logger.error({ err }, 'event listener failed'));
         // Chunks are embedded as the server would (PARLEY_EMBEDDINGS_MODEL), so imported documents take part in hybrid search.

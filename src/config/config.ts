@@ -32,6 +32,8 @@ const EnvSchema = z.object({
   PARLEY_INGEST_WORKERS: int(defaultIngestWorkers(), 1, 64),
   PARLEY_INGEST_TIMEOUT_MS: int(60_000, 100, 3_600_000),
   PARLEY_INGEST_MEMORY_MB: int(512, 32, 16_384),
+  PARLEY_INGEST_MAX_EXPANDED_BYTES: int(128 * 1024 * 1024, 1024, 2 ** 40),
+  PARLEY_INGEST_MAX_PROCESSING_PER_ORG: int(100, 1, 1_000_000),
   PARLEY_INGEST_NICE: int(10, 0, 19),
   PARLEY_INGEST_WARM_UP: int(0, 0, 100),
   PARLEY_IDLE_UNLOAD_MS: int(10_000, 1),
@@ -142,8 +144,23 @@ export interface Config {
   ingestWorkers: number;
   /** A document whose parse and chunking in the worker runs longer than this fails, ms. */
   ingestTimeoutMs: number;
-  /** Heap cap of one ingestion worker thread (V8 old generation), MB; a document that needs more fails. */
+  /**
+   * Memory for parsing one document, MB: the JavaScript heap cap of each parser process, whose whole
+   * memory the operating system caps at this plus 256 MB (src/knowledge/ingestion-pool.ts); a document
+   * that needs more fails (`document_too_large`).
+   */
   ingestMemoryMb: number;
+  /**
+   * The expansion limit of a document, bytes: most bytes a DOCX or PDF may decompress to (counted while
+   * inflating) and most characters of text any document may yield; past it the document fails with
+   * `document_too_large` (docs/knowledge-bases.md "Document size limits").
+   */
+  ingestMaxExpandedBytes: number;
+  /**
+   * Documents of one organization that may be `processing` (waiting or being parsed) at once, counted in
+   * the store (so across every process on it); one upload more is refused with 429 `rate_limited`.
+   */
+  ingestMaxProcessingPerOrg: number;
   /** Nice value (0-19) of the ingestion worker threads, so that parsing yields the CPU to chat (Linux). */
   ingestNice: number;
   /**
@@ -286,6 +303,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ingestWorkers: e.PARLEY_INGEST_WORKERS,
     ingestTimeoutMs: e.PARLEY_INGEST_TIMEOUT_MS,
     ingestMemoryMb: e.PARLEY_INGEST_MEMORY_MB,
+    ingestMaxExpandedBytes: e.PARLEY_INGEST_MAX_EXPANDED_BYTES,
+    ingestMaxProcessingPerOrg: e.PARLEY_INGEST_MAX_PROCESSING_PER_ORG,
     ingestNice: e.PARLEY_INGEST_NICE,
     ingestWarmUpRounds: e.PARLEY_INGEST_WARM_UP,
     idleUnloadMs: e.PARLEY_IDLE_UNLOAD_MS,

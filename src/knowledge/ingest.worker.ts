@@ -1,30 +1,21 @@
 /**
- * The ingestion worker: a Piscina worker module (loaded from its compiled form,
- * `dist/src/knowledge/ingest.worker.js`, by src/knowledge/ingestion-pool.ts) that decodes,
- * parses and chunks one document per task. The main thread stores the chunks.
+ * The ingestion function: decodes, parses and chunks one document per call. The parser processes of
+ * src/knowledge/ingestion-pool.ts run it (src/knowledge/ingest.process.ts loads this module, compiled:
+ * `dist/src/knowledge/ingest.worker.js`); the main thread stores the chunks. The ingest floor of the
+ * bench runs it in bare worker threads (bench/floor/ingest-parse.worker.ts).
  */
-// Piscina (5.x) hands its `workerData` option to the thread as node's own; importing it from
-// node:worker_threads spares each new worker loading Piscina's pool module (about 15 ms of CPU).
-import { parentPort, workerData } from 'node:worker_threads';
-import { lowerThreadPriority } from '../workers/thread-priority.js';
 import { chunkSections } from './chunker.js';
+import { DEFAULT_MAX_EXPANDED_BYTES, DocumentTooLargeError, ExpansionBudget } from './expansion-limit.js';
 import { markdownNestingDepth, MAX_MARKDOWN_NESTING, parseDocument, type Section } from './parse-document.js';
-import type { IngestWorkerData } from './ingestion-pool.js';
-import { DOCUMENT_CONTENT_TYPES, DOCX_CONTENT_TYPE, type IngestResult, type IngestTask } from './types.js';
-import { WARM_UP_DONE, warmUpDocuments, type WarmUpDone } from './warm-up.js';
+import { DOCUMENT_CONTENT_TYPES, DOCX_CONTENT_TYPE, type DocumentErrorCode, type IngestResult, type IngestTask } from './types.js';
+import { warmUpDocuments } from './warm-up.js';
 
 // The HTML/DOCX and PDF parsers (linkedom, Readability, mammoth, pdf.js: several MB of code) load on
-// the first document that needs them, so a worker that only sees text starts fast and small.
+// the first document that needs them, so a process that only sees text starts fast and small.
 let htmlModule: Promise<typeof import('./parse-html.js')> | undefined;
 let pdfModule: Promise<typeof import('./parse-pdf.js')> | undefined;
 const loadHtml = () => (htmlModule ??= import('./parse-html.js'));
 const loadPdf = () => (pdfModule ??= import('./parse-pdf.js'));
-
-// Parsing yields the CPU to the event loop that streams tokens (IngestionPoolOptions.nice). Loaded
-// outside a pool (tests calling the default export directly) there is no workerData: nothing changes.
-const settings = workerData as Partial<IngestWorkerData> | undefined;
-const niceValue = settings?.nice;
-if (typeof niceValue === 'number' && niceValue > 0) lowerThreadPriority(niceValue);
 
 const CONTENT_TYPES: ReadonlySet<string> = new Set(DOCUMENT_CONTENT_TYPES);
 
@@ -40,6 +31,8 @@ export function invalidTask(task: unknown): string | undefined {
     return `contentType: expected one of ${DOCUMENT_CONTENT_TYPES.join(', ')}`;
   }
   if (typeof t.content !== 'string' && !(t.content instanceof Uint8Array)) return 'content: expected a string or bytes';
+  if (t.maxExpandedBytes !== undefined && !(Number.isInteger(t.maxExpandedBytes) && (t.maxExpandedBytes as number) >= 0)) return 'maxExpandedBytes: expected an integer >= 0';
+  if (t.memoryMb !== undefined && !(Number.isInteger(t.memoryMb) && (t.memoryMb as number) > 0)) return 'memoryMb: expected an integer > 0';
   return undefined;
 }
 
@@ -53,90 +46,117 @@ export function invalidTask(task: unknown): string | undefined {
  * - `application/pdf` (src/knowledge/parse-pdf.ts, chunks carry their page) and DOCX
  *   (src/knowledge/parse-html.ts, mammoth) take the bytes; a string content is refused.
  *
- * Never throws for a bad task or document; it resolves `{ok:false, error}` with a one-line reason:
- * `invalid ingestion task: ...`, `document is empty` (no bytes, or only whitespace),
- * `document is not valid UTF-8 text`, `document contains NUL bytes (corrupt or binary file)`,
- * `document nests deeper than 64 levels (block quotes or lists)` (Markdown only, checked by a linear
- * scan before the recursive parser runs, see MAX_MARKDOWN_NESTING),
- * `document is encrypted (password-protected PDF)`, `document is not a valid PDF (corrupt or truncated)`,
- * `document is not a valid DOCX file: ...`, `document has no indexable text` (for a PDF, with a hint
- * that a scanned PDF has no text layer), or `document could not be parsed: ...`.
+ * The expansion limit (`task.maxExpandedBytes`, default DEFAULT_MAX_EXPANDED_BYTES) bounds the bytes a
+ * PDF or DOCX decompresses to, counted while inflating, and the characters of text of every format.
+ *
+ * Never throws for a bad task or document; it resolves `{ok:false, code, error}` with a one-line reason:
+ * - `invalid_document`: `invalid ingestion task: ...`, `document is empty` (no bytes, or only whitespace),
+ *   `document is not valid UTF-8 text`, `document contains NUL bytes (corrupt or binary file)`,
+ *   `document nests deeper than 64 levels (block quotes or lists)` (Markdown only, checked by a linear
+ *   scan before the recursive parser runs, see MAX_MARKDOWN_NESTING),
+ *   `document is encrypted (password-protected PDF)`, `document is not a valid PDF (corrupt or truncated)`,
+ *   `document is not a valid DOCX file: ...`, `document has no indexable text` (for a PDF, with a hint
+ *   that a scanned PDF has no text layer), or `document could not be parsed: ...`;
+ * - `document_too_large`: `document expands to more than N decompressed bytes (the ingestion expansion
+ *   limit)`, `... N text characters ...`, or, when an allocation fails (a parser process at its memory
+ *   limit), `document needs more than N MB of memory to parse (the ingestion memory limit)`.
  * On success `characters` is the length of the text indexed, in UTF-16 code units: the decoded text
  * (BOM excluded, line ends as uploaded) for text formats, the chunks' text for PDF and DOCX.
  */
-export default async function ingest(task: IngestTask): Promise<IngestResult> {
+export default async function ingest(task: IngestTask & { memoryMb?: number }): Promise<IngestResult> {
   const invalid = invalidTask(task);
-  if (invalid !== undefined) return fail(`invalid ingestion task: ${invalid}`);
+  if (invalid !== undefined) return fail('invalid_document', `invalid ingestion task: ${invalid}`);
   const { contentType, content } = task;
-
-  if (contentType === 'application/pdf' || contentType === DOCX_CONTENT_TYPE) {
-    if (typeof content === 'string') return fail(`invalid ingestion task: content: ${contentType} needs the file's bytes`);
-    if (content.byteLength === 0) return fail('document is empty');
-    let sections: Section[];
-    try {
+  const limit = task.maxExpandedBytes ?? DEFAULT_MAX_EXPANDED_BYTES;
+  const text = new ExpansionBudget(limit, 'text characters');
+  try {
+    if (contentType === 'application/pdf' || contentType === DOCX_CONTENT_TYPE) {
+      if (typeof content === 'string') return fail('invalid_document', `invalid ingestion task: content: ${contentType} needs the file's bytes`);
+      if (content.byteLength === 0) return fail('invalid_document', 'document is empty');
+      let sections: Section[];
       if (contentType === 'application/pdf') {
         const { InvalidPdfError, parsePdf } = await loadPdf();
         try {
-          sections = await parsePdf(content);
+          sections = await parsePdf(content, limit);
         } catch (err) {
-          if (err instanceof InvalidPdfError) return fail(err.message);
+          if (err instanceof InvalidPdfError) return fail('invalid_document', err.message);
           throw err;
         }
       } else {
         const { InvalidDocxError, parseDocx } = await loadHtml();
         try {
-          sections = await parseDocx(content);
+          sections = await parseDocx(content, limit);
         } catch (err) {
-          if (err instanceof InvalidDocxError) return fail(err.message);
+          if (err instanceof InvalidDocxError) return fail('invalid_document', err.message);
           throw err;
         }
       }
-    } catch (err) {
-      return fail(`document could not be parsed: ${err instanceof Error ? err.message : String(err)}`);
+      return chunked(sections, null, text, contentType === 'application/pdf'
+        ? 'document has no indexable text (a scanned PDF has images of text, not text)'
+        : 'document has no indexable text');
     }
-    return chunked(sections, null, contentType === 'application/pdf'
-      ? 'document has no indexable text (a scanned PDF has images of text, not text)'
-      : 'document has no indexable text');
-  }
 
-  let text: string;
-  if (typeof content === 'string') {
-    text = content.charCodeAt(0) === 0xfeff ? content.slice(1) : content;
-  } else {
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(content);
-    } catch {
-      return fail('document is not valid UTF-8 text');
+    let decoded: string;
+    if (typeof content === 'string') {
+      decoded = content.charCodeAt(0) === 0xfeff ? content.slice(1) : content;
+    } else {
+      try {
+        decoded = new TextDecoder('utf-8', { fatal: true }).decode(content);
+      } catch {
+        return fail('invalid_document', 'document is not valid UTF-8 text');
+      }
     }
-  }
-  if (text.includes('\u0000')) return fail('document contains NUL bytes (corrupt or binary file)');
-  if (text.trim().length === 0) return fail('document is empty');
-  if (contentType === 'text/markdown' && markdownNestingDepth(text, MAX_MARKDOWN_NESTING) > MAX_MARKDOWN_NESTING) {
-    return fail(`document nests deeper than ${MAX_MARKDOWN_NESTING} levels (block quotes or lists)`);
-  }
-  try {
-    const sections = contentType === 'text/html' ? (await loadHtml()).parseHtml(text) : parseDocument(text, contentType);
-    return chunked(sections, text.length, 'document has no indexable text');
+    text.take(decoded.length);
+    if (decoded.includes('\u0000')) return fail('invalid_document', 'document contains NUL bytes (corrupt or binary file)');
+    if (decoded.trim().length === 0) return fail('invalid_document', 'document is empty');
+    if (contentType === 'text/markdown' && markdownNestingDepth(decoded, MAX_MARKDOWN_NESTING) > MAX_MARKDOWN_NESTING) {
+      return fail('invalid_document', `document nests deeper than ${MAX_MARKDOWN_NESTING} levels (block quotes or lists)`);
+    }
+    const sections = contentType === 'text/html' ? (await loadHtml()).parseHtml(decoded) : parseDocument(decoded, contentType);
+    // The decoded text was counted; its sections hold no more text than it.
+    return chunked(sections, decoded.length, new ExpansionBudget(limit, 'text characters'), 'document has no indexable text');
   } catch (err) {
-    return fail(`document could not be parsed: ${err instanceof Error ? err.message : String(err)}`);
+    if (err instanceof DocumentTooLargeError) return fail('document_too_large', err.message);
+    if (isAllocationFailure(err)) {
+      const bound = task.memoryMb !== undefined ? `more than ${task.memoryMb} MB of memory` : 'more memory than its limit';
+      return fail('document_too_large', `document needs ${bound} to parse (the ingestion memory limit)`);
+    }
+    return fail('invalid_document', `document could not be parsed: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
-/** Chunks `sections`; `characters` null means the sum of the chunks' lengths. */
-function chunked(sections: Section[], characters: number | null, noText: string): IngestResult {
+/**
+ * Whether `err` is V8 or Node.js refusing an allocation (a buffer, a string or an array too large for the
+ * memory the process may use): `RangeError: Array buffer allocation failed`, `Invalid string length`,
+ * `Invalid typed array length: N`, `Invalid array length`.
+ */
+export function isAllocationFailure(err: unknown): boolean {
+  return err instanceof RangeError && /allocation failed|^Invalid (string|typed array|array) length/i.test(err.message);
+}
+
+/**
+ * Chunks `sections` after counting their text (headings and paragraphs) against `text`; `characters` null
+ * means the sum of the chunks' lengths.
+ *
+ * @throws DocumentTooLargeError past the text limit.
+ */
+function chunked(sections: Section[], characters: number | null, text: ExpansionBudget, noText: string): IngestResult {
+  for (const section of sections) {
+    text.take(section.heading.length);
+    for (const paragraph of section.paragraphs) text.take(paragraph.length);
+  }
   const chunks = chunkSections(sections);
-  if (chunks.length === 0) return fail(noText);
+  if (chunks.length === 0) return fail('invalid_document', noText);
   return { ok: true, chunks, characters: characters ?? chunks.reduce((n, c) => n + c.text.length, 0) };
 }
 
-function fail(error: string): IngestResult {
-  return { ok: false, error: error.replace(/\s+/g, ' ').trim().slice(0, 500) };
+function fail(code: DocumentErrorCode, error: string): IngestResult {
+  return { ok: false, code, error: error.replace(/\s+/g, ' ').trim().slice(0, 500) };
 }
 
 /**
  * Parses and chunks the warm-up documents (src/knowledge/warm-up.ts) `rounds` times, as UTF-8 bytes like
- * uploads, then tells the pool (a {@link WarmUpDone} message on the parent port). Never throws: a failed
- * round only leaves the worker less warm. Resolves the time it took, ms.
+ * uploads. Never throws: a failed round only leaves the process less warm. Resolves the time it took, ms.
  */
 export async function warmUp(rounds: number): Promise<number> {
   const started = performance.now();
@@ -150,12 +170,5 @@ export async function warmUp(rounds: number): Promise<number> {
       }
     }
   }
-  const ms = performance.now() - started;
-  const done: WarmUpDone = { [WARM_UP_DONE]: { rounds, ms } };
-  parentPort?.postMessage(done);
-  return ms;
+  return performance.now() - started;
 }
-
-// In a pool started with warm-up (IngestionPoolOptions.warmUpRounds), the worker warms up before Piscina
-// hands it its first task: Piscina imports this module, and waits for it, before the worker takes tasks.
-if (typeof settings?.warmUpRounds === 'number' && settings.warmUpRounds > 0) await warmUp(settings.warmUpRounds);

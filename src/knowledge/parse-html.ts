@@ -7,8 +7,10 @@
  * Runs inside the ingestion worker (src/knowledge/ingest.worker.ts).
  */
 import { Readability } from '@mozilla/readability';
+import JSZip from 'jszip';
 import { parseHTML } from 'linkedom';
 import mammoth from 'mammoth';
+import { DEFAULT_MAX_EXPANDED_BYTES, DocumentTooLargeError, ExpansionBudget } from './expansion-limit.js';
 import { codeText, collapseWhitespace, headingPath, type Section } from './parse-document.js';
 
 /** Elements whose content is never text of the document: code, styling, navigation, page chrome, forms. */
@@ -210,19 +212,116 @@ export function parseHtml(source: string): Section[] {
 export class InvalidDocxError extends Error {}
 
 /**
+ * The zip-file object mammoth reads a Word document through (its `{file}` input, the shape of
+ * mammoth/lib/zipfile.js): `read` inflates one entry, `exists` looks one up; `write` and
+ * `toArrayBuffer` serve mammoth's style-map embedding, which conversion does not use.
+ */
+export interface DocxZipFile {
+  exists(name: string): boolean;
+  read(name: string, encoding?: string): Promise<string | Uint8Array>;
+  write(name: string, contents: string): void;
+  toArrayBuffer(): Promise<ArrayBuffer>;
+}
+
+/** JSZip's stream of one entry's content (`internalStream`: present at run time, not in JSZip's type declarations). */
+interface EntryStream {
+  on(event: 'data', listener: (chunk: Uint8Array) => void): EntryStream;
+  on(event: 'end', listener: () => void): EntryStream;
+  on(event: 'error', listener: (err: Error) => void): EntryStream;
+  pause(): EntryStream;
+  resume(): EntryStream;
+}
+
+/**
+ * Inflates one zip entry, counting each piece against `budget` as JSZip's inflater produces it (pieces of
+ * at most a few MB); past the limit the stream is paused for good and the bytes so far dropped, so a bomb
+ * never holds more than the limit. Sizes declared in the zip directory play no part.
+ *
+ * @throws DocumentTooLargeError past the limit; what JSZip throws for a corrupt entry.
+ */
+function inflateEntry(entry: JSZip.JSZipObject, budget: ExpansionBudget): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const stream = (entry as unknown as { internalStream(type: 'uint8array'): EntryStream }).internalStream('uint8array');
+    let chunks: Uint8Array[] = [];
+    let size = 0;
+    let settled = false;
+    stream.on('data', (chunk) => {
+      if (settled) return;
+      try {
+        budget.take(chunk.byteLength);
+      } catch (err) {
+        settled = true;
+        chunks = [];
+        stream.pause();
+        reject(err as Error);
+        return;
+      }
+      chunks.push(chunk);
+      size += chunk.byteLength;
+    });
+    stream.on('error', (err) => {
+      if (settled) return;
+      settled = true;
+      reject(err);
+    });
+    stream.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+    stream.resume();
+  });
+}
+
+/**
+ * A {@link DocxZipFile} over `bytes` whose entries all draw on one `budget` of decompressed bytes. Only the
+ * zip directory is read here (JSZip, the library mammoth itself uses, so both see the same entries);
+ * entries are inflated when mammoth asks for them.
+ *
+ * @throws what JSZip throws for bytes that are not a zip archive.
+ */
+export async function boundedDocxZip(bytes: Uint8Array, budget: ExpansionBudget): Promise<DocxZipFile> {
+  const zip = await JSZip.loadAsync(bytes);
+  return {
+    exists: (name) => zip.file(name) !== null,
+    async read(name, encoding) {
+      const entry = zip.file(name);
+      if (entry === null) throw new Error(`the document has no part ${name}`);
+      const data = await inflateEntry(entry, budget);
+      if (encoding === 'base64') return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
+      return encoding ? new TextDecoder(encoding).decode(data) : data;
+    },
+    write(name, contents) {
+      zip.file(name, contents);
+    },
+    toArrayBuffer: () => zip.generateAsync({ type: 'arraybuffer' }),
+  };
+}
+
+/** Images are not text: mammoth is told to leave them out, so their zip entries are never inflated. */
+const NO_IMAGES = mammoth.images.imgElement(() => Promise.resolve({ src: '' }));
+
+/**
  * Sections of a Word document (`.docx`): `mammoth` converts it to HTML (Heading 1-6 styles become
  * h1-h6, lists and tables kept), which is walked like HTML (without Readability: all of a Word document
- * is content).
+ * is content). Every zip entry mammoth reads is inflated under one budget of `maxExpandedBytes`
+ * decompressed bytes (PARLEY_INGEST_MAX_EXPANDED_BYTES), counted while inflating; images are skipped.
  *
+ * @throws DocumentTooLargeError when the entries inflate to more than `maxExpandedBytes`.
  * @throws InvalidDocxError when the bytes are not a DOCX package (not a zip, or a zip without a Word
  *   document part), with mammoth's reason.
  */
-export async function parseDocx(bytes: Uint8Array): Promise<Section[]> {
+export async function parseDocx(bytes: Uint8Array, maxExpandedBytes = DEFAULT_MAX_EXPANDED_BYTES): Promise<Section[]> {
+  const budget = new ExpansionBudget(maxExpandedBytes, 'decompressed bytes');
   let html: string;
   try {
-    const result = await mammoth.convertToHtml({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+    const file = await boundedDocxZip(bytes, budget);
+    // `{file}`: mammoth's input for an opened zip (mammoth/lib/unzip.js), not in its type declarations.
+    const result = await mammoth.convertToHtml({ file } as unknown as Parameters<typeof mammoth.convertToHtml>[0], { convertImage: NO_IMAGES });
     html = result.value;
   } catch (err) {
+    if (err instanceof DocumentTooLargeError) throw err;
+    if (budget.exceeded) throw budget.exceeded;
     const reason = err instanceof Error ? err.message : String(err);
     throw new InvalidDocxError(`document is not a valid DOCX file: ${reason}`);
   }

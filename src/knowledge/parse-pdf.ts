@@ -6,7 +6,13 @@
  * Runs inside the ingestion worker (src/knowledge/ingest.worker.ts).
  */
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { DEFAULT_MAX_EXPANDED_BYTES, DocumentTooLargeError, ExpansionBudget } from './expansion-limit.js';
 import { collapseWhitespace, headingPath, type Section } from './parse-document.js';
+import { countingHook, loadInstrumentedPdfWorker, PDF_DECODE_HOOK } from './pdfjs-instrumented.js';
+
+// pdf.js's core with the decoded-byte counting calls (src/knowledge/pdfjs-instrumented.ts), in place
+// before the first getDocument sets up its fake worker.
+await loadInstrumentedPdfWorker();
 
 /** A PDF that cannot be read: the reason for the document's `error`. */
 export class InvalidPdfError extends Error {}
@@ -76,6 +82,29 @@ function bodyHeight(pages: Line[][]): number {
   return best;
 }
 
+/** The text items of one page, read through pdf.js's text stream so that each batch is counted as it comes. */
+async function pageItems(page: { streamTextContent(): ReadableStream<{ items: unknown[] }> }, text: ExpansionBudget, decoded: ExpansionBudget): Promise<TextItemLike[]> {
+  const reader = page.streamTextContent().getReader();
+  const items: TextItemLike[] = [];
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      for (const item of value.items as TextItemLike[]) {
+        if (typeof item.str === 'string') text.take(item.str.length);
+        items.push(item);
+      }
+      // pdf.js recovers from errors inside a content stream (the counting hook's among them): look again.
+      if (decoded.exceeded) throw decoded.exceeded;
+    }
+  } catch (err) {
+    await reader.cancel().catch(() => undefined);
+    throw err;
+  }
+  if (decoded.exceeded) throw decoded.exceeded;
+  return items;
+}
+
 /**
  * Sections of a PDF: one or more per page, each with its 1-based `page`. Within a page, lines are
  * joined into paragraphs, a new paragraph starting where the gap to the previous baseline exceeds 1.6
@@ -83,10 +112,20 @@ function bodyHeight(pages: Line[][]): number {
  * size (the most common size, by characters) is taken as a heading: larger sizes are higher levels,
  * and the heading path carries over to the next pages until the next heading.
  *
+ * Bounded by `maxExpandedBytes` (PARLEY_INGEST_MAX_EXPANDED_BYTES): the bytes pdf.js decodes from the
+ * file's streams (FlateDecode and every other filter, object streams and fonts included), counted as they
+ * are decoded (src/knowledge/pdfjs-instrumented.ts), and the characters of text extracted, counted as each
+ * batch of a page's text arrives.
+ *
+ * @throws DocumentTooLargeError past either bound.
  * @throws InvalidPdfError `document is encrypted (password-protected PDF)`, or
  *   `document is not a valid PDF (corrupt or truncated)`, or `document could not be parsed: ...`.
  */
-export async function parsePdf(bytes: Uint8Array): Promise<Section[]> {
+export async function parsePdf(bytes: Uint8Array, maxExpandedBytes = DEFAULT_MAX_EXPANDED_BYTES): Promise<Section[]> {
+  const decoded = new ExpansionBudget(maxExpandedBytes, 'decompressed bytes');
+  const text = new ExpansionBudget(maxExpandedBytes, 'text characters');
+  const hooks = globalThis as { [PDF_DECODE_HOOK]?: unknown };
+  hooks[PDF_DECODE_HOOK] = countingHook((n) => decoded.take(n));
   const task = getDocument({
     data: bytes,
     disableFontFace: true,
@@ -100,16 +139,18 @@ export async function parsePdf(bytes: Uint8Array): Promise<Section[]> {
     pages = [];
     for (let n = 1; n <= pdf.numPages; n++) {
       const page = await pdf.getPage(n);
-      const content = await page.getTextContent();
-      pages.push(pageLines(content.items as TextItemLike[]));
+      pages.push(pageLines(await pageItems(page as unknown as Parameters<typeof pageItems>[0], text, decoded)));
       page.cleanup();
     }
   } catch (err) {
+    if (err instanceof DocumentTooLargeError) throw err;
+    if (decoded.exceeded) throw decoded.exceeded;
     const name = (err as { name?: unknown } | null)?.name;
     if (name === 'PasswordException') throw new InvalidPdfError('document is encrypted (password-protected PDF)');
     if (name === 'InvalidPDFException') throw new InvalidPdfError('document is not a valid PDF (corrupt or truncated)');
     throw new InvalidPdfError(`document could not be parsed: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
+    delete hooks[PDF_DECODE_HOOK];
     await task.destroy().catch(() => undefined);
   }
 

@@ -74,7 +74,7 @@ export class Metrics {
    * source given to {@link watchIngestion}; absent until then.
    */
   readonly ingestWorkers = new Gauge({
-    name: 'parley_ingest_workers', help: 'Ingestion worker threads: configured, and warmed up since start', labelNames: ['state'], registers: [this.registry],
+    name: 'parley_ingest_workers', help: 'Ingestion parser processes: configured, and warmed up since start', labelNames: ['state'], registers: [this.registry],
     collect: () => this.collectIngestion(),
   });
   #ingestion: (() => { threads: number; warmedUp: number }) | undefined;

@@ -13,7 +13,7 @@ import type { TurnError } from '../vocabulary/turn.js';
 import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
   DocumentRecord, InterruptedReply, InterruptedTurn, KnowledgeBaseRecord, KnowledgeBaseStats, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
-  OrganizationRecord, Page, PageRequest, PendingDocument, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
+  OrganizationRecord, Page, PageRequest, DocumentFailure, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
   SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserOrganization, UserRecord,
   InvitationAcceptance, InvitationRecord, PendingInvitation,
   AttemptOutcome, ClaimedDelivery, ConversationLease, FeedChange, FeedEntry, Fence, LeaseOutcome, LeaseOwner, ProcessRecord, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
@@ -237,18 +237,30 @@ export interface KnowledgePort {
   deleteBase(orgId: string, id: string): Promise<boolean>;
   /**
    * Stores the document record and its raw upload `content` together (one transaction): when this
-   * resolves both are durable, so an accepted upload (the 202 of API.md "Knowledge bases") survives a
-   * crash and can be ingested again from pendingDocuments(). `content` comes back as the same type.
+   * resolves true both are durable, so an accepted upload (the 202 of API.md "Knowledge bases") survives a
+   * crash and can be ingested again (pendingDocuments, documentSource). `content` comes back as the same type.
+   *
+   * With `maxProcessing`, the document is stored only while its organization has fewer than that many
+   * documents `processing`, counted in the same transaction (so the bound holds across every process on
+   * the store); resolves false, storing nothing, when it has that many already (the per-organization bound
+   * of ingestion, PARLEY_INGEST_MAX_PROCESSING_PER_ORG). With `transfer`, the adapter may move the memory
+   * of a whole-buffer `content` instead of copying it: the caller's array is then detached.
    */
-  createDocument(rec: DocumentRecord, content: Uint8Array | string): Promise<void>;
+  createDocument(rec: DocumentRecord, content: Uint8Array | string, opts?: { maxProcessing?: number; transfer?: boolean }): Promise<boolean>;
   getDocument(orgId: string, kbId: string, id: string): Promise<DocumentRecord | undefined>;
   /** The documents of one knowledge base, newest first. Unknown cursor (or one of another base): AppError `validation_failed`. */
   listDocuments(orgId: string, kbId: string, page: PageRequest): Promise<Page<DocumentRecord>>;
   /**
-   * Every document still `processing`, across organizations, oldest first (created_at, then id), with
-   * the upload it was created from: what a restart must ingest again.
+   * Every document still `processing`, across organizations, oldest first (created_at, then id): what a
+   * restart must ingest again (each one's upload: documentSource).
    */
-  pendingDocuments(): Promise<PendingDocument[]>;
+  pendingDocuments(): Promise<DocumentRecord[]>;
+  /**
+   * The upload document `id` was created from, as the type it was stored as (string or bytes); null when
+   * none was stored (documents created before the store kept uploads); undefined when there is no such
+   * document. Read when ingestion starts, so that a document waiting its turn holds no memory.
+   */
+  documentSource(id: string): Promise<Uint8Array | string | null | undefined>;
   /**
    * Replaces the document's chunks with `chunks` and marks it `ready` with `chunk_count`; resolves true
    * once that is durable. Chunks of a document that is not `ready` are never searchable, so an adapter may
@@ -257,8 +269,8 @@ export interface KnowledgePort {
    * deleted part-way: nothing of it stays).
    */
   completeDocument(id: string, chunks: NewChunk[], at: string, events?: OutboxEvent[]): Promise<boolean>;
-  /** Marks the document `failed` with `error` (and writes `events` to the outbox in the same commit). */
-  failDocument(id: string, error: string, at: string, events?: OutboxEvent[]): Promise<void>;
+  /** Marks the document `failed` with `failure` as its `error_code` and `error` (and writes `events` to the outbox in the same commit). */
+  failDocument(id: string, failure: DocumentFailure, at: string, events?: OutboxEvent[]): Promise<void>;
   /** Deletes the document, its chunks and its stored upload. False when there is no such document. */
   deleteDocument(orgId: string, kbId: string, id: string): Promise<boolean>;
   /**

@@ -2,7 +2,7 @@
  * The store's records: what the ports (src/store/ports.ts) take and return. Field names follow API.md
  * where the API shows the record; internal fields (`org_id`, hashes) are never shown by the API.
  */
-import type { DocumentContentType, DocumentStatus } from '../vocabulary/document.js';
+import type { DocumentContentType, DocumentErrorCode, DocumentStatus } from '../vocabulary/document.js';
 import type { ConversationStatus } from '../vocabulary/conversation.js';
 import type { MessageRole, MessageStatus } from '../vocabulary/message.js';
 import type { AgentTool, ModelChoice, SafetySettings } from '../vocabulary/agent.js';
@@ -238,7 +238,10 @@ export interface DocumentRecord {
   title: string;
   content_type: DocumentContentType;
   status: DocumentStatus;
+  /** Why a `failed` document failed, one line; null otherwise. */
   error: string | null;
+  /** The stable code of `error` (API.md "Knowledge bases": `document_too_large`, ...); null unless `failed`. */
+  error_code: DocumentErrorCode | null;
   chunk_count: number;
   /** Size of the upload, bytes. */
   bytes: number;
@@ -325,14 +328,10 @@ export interface ChunkHit {
   page: number | null;
 }
 
-/**
- * A document still `processing` with the upload it was created from (KnowledgePort.pendingDocuments):
- * `content` comes back as the type it was stored as (string or bytes); null when none was stored
- * (documents created before the store kept uploads).
- */
-export interface PendingDocument {
-  document: DocumentRecord;
-  content: Uint8Array | string | null;
+/** Why a document failed: the stable code and the one-line reason (DocumentRecord `error_code` and `error`). */
+export interface DocumentFailure {
+  code: DocumentErrorCode;
+  message: string;
 }
 
 /** A failed agent reply that ConversationsPort.failInterruptedTurns is about to append, and its conversation's agent. */

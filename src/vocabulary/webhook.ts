@@ -10,7 +10,7 @@ export const WEBHOOK_EVENTS = {
   'handoff.requested': 'A conversation needs a human: asked for by the visitor, the agent (handoff_to_human tool) or an operator.',
   'handoff.resolved': 'A human handed the conversation back to the agent.',
   'document.ready': 'A knowledge-base document finished ingesting and is searchable.',
-  'document.failed': 'Ingesting a knowledge-base document failed; data.error says why.',
+  'document.failed': 'Ingesting a knowledge-base document failed; data.error says why, data.error_code is its stable code (document_too_large, ...).',
   'tool.run': 'The agent called a tool during a turn; data carries the call and its outcome.',
   'usage.threshold': 'Token usage crossed a configured threshold (once per threshold and period).',
 } as const;

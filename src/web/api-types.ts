@@ -1275,6 +1275,8 @@ export interface components {
         /** @enum {string} */
         DocumentStatus: "processing" | "ready" | "failed";
         /** @enum {string} */
+        DocumentErrorCode: "document_too_large" | "ingestion_timeout" | "invalid_document" | "embedding_failed" | "ingestion_failed";
+        /** @enum {string} */
         MessageRole: "visitor" | "agent" | "operator";
         /** @enum {string} */
         MessageStatus: "completed" | "failed";
@@ -1496,7 +1498,10 @@ export interface components {
             title: string;
             content_type: string;
             status: components["schemas"]["DocumentStatus"];
+            /** @description Why a failed document failed, one line for people; null unless failed */
             error: string | null;
+            /** @description The stable code of `error` (document_too_large, ingestion_timeout, invalid_document, embedding_failed, ingestion_failed); null unless failed */
+            error_code: components["schemas"]["DocumentErrorCode"] | null;
             chunk_count: number;
             bytes: number;
             /** @description RFC 3339 UTC time */
@@ -4320,8 +4325,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Body larger than PARLEY_DOCUMENT_LIMIT_BYTES (raw) or PARLEY_BODY_LIMIT_BYTES (JSON) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the organization already has PARLEY_INGEST_MAX_PROCESSING_PER_ORG documents processing (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

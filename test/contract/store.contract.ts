@@ -50,7 +50,7 @@ function base(id: string, org = ORG_A): KnowledgeBaseRecord {
 function doc(id: string, kb: string, org = ORG_A, created_at = T0, title = `Title ${id}`): DocumentRecord {
   return {
     id, org_id: org, knowledge_base_id: kb, title, content_type: 'text/plain', status: 'processing', error: null,
-    chunk_count: 0, bytes: 5, created_at, updated_at: created_at,
+    error_code: null, chunk_count: 0, bytes: 5, created_at, updated_at: created_at,
   };
 }
 
@@ -761,36 +761,67 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await expect(store.knowledge.listDocuments(ORG_A, 'kb_1', { limit: 2, after: 'doc_missing' })).rejects.toMatchObject(unknownCursor('document'));
       });
 
-      it('keeps the upload with the document: pendingDocuments returns text as a string and bytes as bytes, oldest first across organizations', async () => {
-        await store.knowledge.createDocument(doc('doc_3', 'kb_1', ORG_A, T2), new Uint8Array([0, 255, 7]));
+      it('keeps the upload with the document: pendingDocuments lists them oldest first across organizations, documentSource returns text as a string and bytes as bytes', async () => {
+        expect(await store.knowledge.createDocument(doc('doc_3', 'kb_1', ORG_A, T2), new Uint8Array([0, 255, 7]))).toBe(true);
         await store.knowledge.createDocument(doc('doc_1', 'kb_9', ORG_B, T0), 'héllo wörld');
         await store.knowledge.createDocument(doc('doc_2', 'kb_1', ORG_A, T1), '');
         await store.knowledge.createDocument(doc('doc_4', 'kb_1', ORG_A, T3), new Uint8Array([]));
         const pending = await store.knowledge.pendingDocuments();
-        expect(pending.map((p) => p.document.id)).toEqual(['doc_1', 'doc_2', 'doc_3', 'doc_4']);
-        expect(pending[0]).toEqual({ document: doc('doc_1', 'kb_9', ORG_B, T0), content: 'héllo wörld' });
-        expect(pending[1]!.content).toBe('');
-        expect(pending[2]!.content).toBeInstanceOf(Uint8Array);
-        expect(Array.from(pending[2]!.content as Uint8Array)).toEqual([0, 255, 7]);
-        expect(pending[3]!.content).toBeInstanceOf(Uint8Array);
-        expect(Array.from(pending[3]!.content as Uint8Array)).toEqual([]);
+        expect(pending.map((p) => p.id)).toEqual(['doc_1', 'doc_2', 'doc_3', 'doc_4']);
+        expect(pending[0]).toEqual(doc('doc_1', 'kb_9', ORG_B, T0));
+        expect(await store.knowledge.documentSource('doc_1')).toBe('héllo wörld');
+        expect(await store.knowledge.documentSource('doc_2')).toBe('');
+        const three = await store.knowledge.documentSource('doc_3');
+        expect(three).toBeInstanceOf(Uint8Array);
+        expect(Array.from(three as Uint8Array)).toEqual([0, 255, 7]);
+        const four = await store.knowledge.documentSource('doc_4');
+        expect(four).toBeInstanceOf(Uint8Array);
+        expect(Array.from(four as Uint8Array)).toEqual([]);
+        expect(await store.knowledge.documentSource('doc_missing')).toBeUndefined();
+      });
+
+      it('createDocument with transfer stores the bytes and may detach the caller\'s whole-buffer array', async () => {
+        const bytes = new Uint8Array([9, 8, 7, 6]);
+        expect(await store.knowledge.createDocument(doc('doc_1', 'kb_1'), bytes, { transfer: true })).toBe(true);
+        expect(Array.from(await store.knowledge.documentSource('doc_1') as Uint8Array)).toEqual([9, 8, 7, 6]);
+      });
+
+      it('createDocument with maxProcessing stores only while the organization has fewer documents processing', async () => {
+        expect(await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'a', { maxProcessing: 2 })).toBe(true);
+        expect(await store.knowledge.createDocument(doc('doc_2', 'kb_1'), 'b', { maxProcessing: 2 })).toBe(true);
+        expect(await store.knowledge.createDocument(doc('doc_3', 'kb_1'), 'c', { maxProcessing: 2 })).toBe(false);
+        expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_3')).toBeUndefined();
+        expect(await store.knowledge.documentSource('doc_3')).toBeUndefined();
+        // Another organization has its own count; without the option there is no bound.
+        expect(await store.knowledge.createDocument(doc('doc_4', 'kb_9', ORG_B), 'd', { maxProcessing: 2 })).toBe(true);
+        expect(await store.knowledge.createDocument(doc('doc_5', 'kb_1'), 'e')).toBe(true);
+        // Ready and failed documents no longer count.
+        await store.knowledge.completeDocument('doc_1', [chunk(0, 'alpha')], T1);
+        await store.knowledge.failDocument('doc_2', { code: 'invalid_document', message: 'bad' }, T1);
+        await store.knowledge.failDocument('doc_5', { code: 'invalid_document', message: 'bad' }, T1);
+        expect(await store.knowledge.createDocument(doc('doc_6', 'kb_1'), 'f', { maxProcessing: 2 })).toBe(true);
+        expect(await store.knowledge.createDocument(doc('doc_7', 'kb_1'), 'g', { maxProcessing: 2 })).toBe(true);
+        expect(await store.knowledge.createDocument(doc('doc_8', 'kb_1'), 'h', { maxProcessing: 2 })).toBe(false);
       });
 
       it('pendingDocuments leaves out ready, failed and deleted documents', async () => {
         for (const id of ['doc_1', 'doc_2', 'doc_3', 'doc_4']) await store.knowledge.createDocument(doc(id, 'kb_1'), id);
         expect(await store.knowledge.completeDocument('doc_1', [chunk(0, 'alpha')], T1)).toBe(true);
-        await store.knowledge.failDocument('doc_2', 'could not parse', T1);
+        await store.knowledge.failDocument('doc_2', { code: 'invalid_document', message: 'could not parse' }, T1);
         expect(await store.knowledge.deleteDocument(ORG_A, 'kb_1', 'doc_3')).toBe(true);
-        expect((await store.knowledge.pendingDocuments()).map((p) => [p.document.id, p.content])).toEqual([['doc_4', 'doc_4']]);
+        expect((await store.knowledge.pendingDocuments()).map((p) => p.id)).toEqual(['doc_4']);
+        expect(await store.knowledge.documentSource('doc_3')).toBeUndefined();
       });
 
-      it('completeDocument marks the document ready with its chunk count; failDocument records the error', async () => {
+      it('completeDocument marks the document ready with its chunk count; failDocument records the error and its code', async () => {
         await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'x');
         await store.knowledge.createDocument(doc('doc_2', 'kb_1'), 'x');
         expect(await store.knowledge.completeDocument('doc_1', [chunk(0, 'one'), chunk(1, 'two'), chunk(2, 'three')], T2)).toBe(true);
-        await store.knowledge.failDocument('doc_2', 'unsupported encoding', T3);
+        await store.knowledge.failDocument('doc_2', { code: 'document_too_large', message: 'document expands to more than 1024 decompressed bytes' }, T3);
         expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1')).toEqual({ ...doc('doc_1', 'kb_1'), status: 'ready', chunk_count: 3, updated_at: T2 });
-        expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_2')).toEqual({ ...doc('doc_2', 'kb_1'), status: 'failed', error: 'unsupported encoding', updated_at: T3 });
+        expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_2')).toEqual({
+          ...doc('doc_2', 'kb_1'), status: 'failed', error: 'document expands to more than 1024 decompressed bytes', error_code: 'document_too_large', updated_at: T3,
+        });
       });
 
       it('completeDocument of a deleted or unknown document is false and stores nothing searchable', async () => {
@@ -830,7 +861,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.knowledge.createDocument({ ...doc('doc_4', 'kb_2'), bytes: 7 }, 'x');
         await store.knowledge.createDocument({ ...doc('doc_9', 'kb_9', ORG_B), bytes: 1000 }, 'x');
         await store.knowledge.completeDocument('doc_1', [chunk(0, 'one'), chunk(1, 'two')], T1);
-        await store.knowledge.failDocument('doc_2', 'broken', T1);
+        await store.knowledge.failDocument('doc_2', { code: 'invalid_document', message: 'broken' }, T1);
         const stats = await store.knowledge.baseStats(ORG_A, ['kb_1', 'kb_2', 'kb_3', 'kb_9']);
         expect(Object.fromEntries(stats)).toEqual({
           kb_1: { document_count: 3, chunk_count: 2, bytes: 123 },
@@ -853,7 +884,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.knowledge.deleteBase(ORG_A, 'kb_1')).toBe(false);
         expect(await store.knowledge.getBase(ORG_A, 'kb_1')).toBeUndefined();
         expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1')).toBeUndefined();
-        expect((await store.knowledge.pendingDocuments()).map((p) => p.document.id)).toEqual([]);
+        expect((await store.knowledge.pendingDocuments()).map((p) => p.id)).toEqual([]);
         expect((await store.knowledge.search(ORG_A, ['kb_1', 'kb_2'], 'narwhal', 10)).map((h) => h.document_id)).toEqual(['doc_3']);
         expect(await store.knowledge.completeDocument('doc_2', [chunk(0, 'narwhal late')], T2)).toBe(false);
         expect(await store.knowledge.getBase(ORG_B, 'kb_9')).toBeDefined();
@@ -915,7 +946,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
 
       it('returns only chunks of ready documents', async () => {
         await store.knowledge.createDocument(doc('doc_pending', 'kb_1'), 'wombat');
-        await store.knowledge.failDocument('doc_kangaroo', 'reprocessing failed', T2);
+        await store.knowledge.failDocument('doc_kangaroo', { code: 'invalid_document', message: 'reprocessing failed' }, T2);
         expect((await store.knowledge.search(ORG_A, ['kb_1'], 'kangaroo', 10)).map((h) => h.document_id)).toEqual(['doc_zoo']);
         expect(await store.knowledge.search(ORG_A, ['kb_1'], 'wombat', 10)).toEqual([]);
       });
@@ -969,7 +1000,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect((await store.knowledge.vectorSearch(ORG_B, ['kb_9', 'kb_1'], M, vec(1, 0, 0), 10)).map((h) => h.text)).toEqual(['east of another org']);
         expect(await store.knowledge.vectorSearch(ORG_A, [], M, vec(1, 0, 0), 10)).toEqual([]);
         expect(await store.knowledge.vectorSearch(ORG_A, ['kb_1'], M, vec(0, 0, 0), 10)).toEqual([]);
-        await store.knowledge.failDocument('doc_a', 'reprocessing failed', T2);
+        await store.knowledge.failDocument('doc_a', { code: 'invalid_document', message: 'reprocessing failed' }, T2);
         expect(await store.knowledge.vectorSearch(ORG_A, ['kb_1'], M, vec(1, 0, 0), 10)).toEqual([]);
       });
 
@@ -1597,8 +1628,8 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await again.agents.get(ORG_A, 'agt_2')).toBeUndefined();
         expect((await again.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1'))?.status).toBe('ready');
         expect((await again.knowledge.search(ORG_A, ['kb_1'], 'echidna', 5)).map((h) => h.text)).toEqual(['The echidna lays eggs.']);
-        const pending = await again.knowledge.pendingDocuments();
-        expect(pending.map((p) => [p.document.id, Array.from(p.content as Uint8Array)])).toEqual([['doc_2', [1, 2, 3]]]);
+        expect((await again.knowledge.pendingDocuments()).map((p) => p.id)).toEqual(['doc_2']);
+        expect(Array.from(await again.knowledge.documentSource('doc_2') as Uint8Array)).toEqual([1, 2, 3]);
         expect((await again.conversations.get(ORG_A, 'conv_1'))?.status).toBe('closed');
         expect(await again.conversations.listMessages(ORG_A, 'conv_1', { limit: 20 }).then(ids)).toEqual(['msg_1', lost!.message_id]);
         expect((await again.apiKeys.findByHash('hash-key_2'))?.expires_at).toBe(T9);

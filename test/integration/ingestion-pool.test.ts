@@ -6,7 +6,7 @@ import { IngestionPool } from '../../src/knowledge/ingestion-pool.js';
 import type { IngestResult, IngestTask } from '../../src/knowledge/types.js';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const workerFile = path.join(projectRoot, 'dist', 'src', 'knowledge', 'ingest.worker.js');
+const workerFile = path.join(projectRoot, 'dist', 'src', 'knowledge', 'ingest.process.js');
 const corpusDir = path.resolve(projectRoot, '../shared/corpus/nodejs-api');
 const docsDir = path.join(projectRoot, 'docs');
 const hasCorpus = existsSync(corpusDir);
@@ -39,7 +39,7 @@ beforeAll(() => {
   if (!existsSync(workerFile)) {
     throw new Error(`${workerFile} is missing: build first (npm run build, or npx tsc -p tsconfig.build.json)`);
   }
-  pool = new IngestionPool({ threads: 2 });
+  pool = new IngestionPool({ processes: 2 });
 });
 
 afterAll(async () => {
@@ -47,8 +47,11 @@ afterAll(async () => {
 });
 
 describe('IngestionPool', () => {
-  it('rejects a bad thread count', () => {
-    expect(() => new IngestionPool({ threads: 0 })).toThrow(RangeError);
+  it('rejects a bad process count and bad limits', () => {
+    expect(() => new IngestionPool({ processes: 0 })).toThrow(RangeError);
+    expect(() => new IngestionPool({ processes: 1, maxExpandedBytes: -1 })).toThrow(/maxExpandedBytes must be an integer >= 0/);
+    expect(() => new IngestionPool({ processes: 1, memoryMb: 4 })).toThrow(/memoryMb must be an integer >= 8/);
+    expect(() => new IngestionPool({ processes: 1, timeoutMs: 0 })).toThrow(/timeoutMs must be an integer >= 1/);
   });
 
   it('ingests every page of the project docs', async () => {
@@ -70,11 +73,11 @@ describe('IngestionPool', () => {
       { title: 'comments only', contentType: 'text/markdown', content: '<!-- YAML\nadded: v1.0.0\n-->\n' },
     ];
     const [corrupt, empty, blank, nul, good, commentsOnly] = await Promise.all(tasks.map((task) => pool.run(task)));
-    expect(corrupt).toEqual({ ok: false, error: 'document is not valid UTF-8 text' });
-    expect(empty).toEqual({ ok: false, error: 'document is empty' });
-    expect(blank).toEqual({ ok: false, error: 'document is empty' });
-    expect(nul).toEqual({ ok: false, error: 'document contains NUL bytes (corrupt or binary file)' });
-    expect(commentsOnly).toEqual({ ok: false, error: 'document has no indexable text' });
+    expect(corrupt).toEqual({ ok: false, code: 'invalid_document', error: 'document is not valid UTF-8 text' });
+    expect(empty).toEqual({ ok: false, code: 'invalid_document', error: 'document is empty' });
+    expect(blank).toEqual({ ok: false, code: 'invalid_document', error: 'document is empty' });
+    expect(nul).toEqual({ ok: false, code: 'invalid_document', error: 'document contains NUL bytes (corrupt or binary file)' });
+    expect(commentsOnly).toEqual({ ok: false, code: 'invalid_document', error: 'document has no indexable text' });
     expect(good).toEqual({
       ok: true,
       chunks: [{ ord: 0, heading: 'Guide > Setup', page: null, text: 'Install the service and start it. It listens on port 8080 by default.' }],
@@ -87,11 +90,11 @@ describe('IngestionPool', () => {
 
   it('reports an invalid task and a worker failure as ok:false, and keeps serving', async () => {
     const invalid = await pool.run({ title: 'x', contentType: 'application/msword', content: 'x' } as unknown as IngestTask);
-    expect(invalid).toEqual({ ok: false, error: expect.stringMatching(/^invalid ingestion task: contentType/) });
+    expect(invalid).toEqual({ ok: false, code: 'invalid_document', error: expect.stringMatching(/^invalid ingestion task: contentType/) });
 
-    // A function cannot be sent to a worker: the pool's run rejects, and IngestionPool turns it into a failure.
+    // A function cannot be sent to a parser process: sending throws, and IngestionPool turns it into a failure.
     const broken = await pool.run({ title: 'x', contentType: 'text/plain', content: (() => 'x') as unknown as string });
-    expect(broken).toEqual({ ok: false, error: expect.stringMatching(/^ingestion worker failed: /) });
+    expect(broken).toEqual({ ok: false, code: 'ingestion_failed', error: expect.stringMatching(/^ingestion worker failed: /) });
 
     const results = await Promise.all(
       [1, 2, 3, 4].map((n) => pool.run({ title: `t${n}`, contentType: 'text/plain', content: `Document number ${n}.` })),
@@ -99,16 +102,19 @@ describe('IngestionPool', () => {
     for (const result of results) expect(result.ok).toBe(true);
   });
 
-  it('transfers whole-buffer content when asked, and copies pooled Buffer slices', async () => {
-    const owned = new TextEncoder().encode(GOOD_DOC);
-    const result = await pool.run({ title: 'moved', contentType: 'text/markdown', content: owned }, { transfer: true });
-    expect(result.ok).toBe(true);
-    expect(owned.byteLength).toBe(0); // detached: the memory moved to the worker
-
-    const pooled = Buffer.from('A small pooled buffer.');
-    const copied = await pool.run({ title: 'pooled', contentType: 'text/plain', content: pooled }, { transfer: true });
-    expect(copied.ok).toBe(true);
-    expect(pooled.toString()).toBe('A small pooled buffer.');
+  it('sends a large upload in slices and gets a large result back in batches, whole and in order', async () => {
+    // Over 1 MiB of content (several PartMessages) and over 512 chunks (several ChunksMessages).
+    const paragraphs = Array.from({ length: 1500 }, (_, i) => `Paragraph ${i} ${'of plain words about buffers and streams '.repeat(20)}`);
+    const content = new TextEncoder().encode(paragraphs.join('\n\n'));
+    expect(content.byteLength).toBeGreaterThan(1024 * 1024);
+    const result = await pool.run({ title: 'large', contentType: 'text/plain', content });
+    if (!result.ok) throw new Error(result.error);
+    expect(result.characters).toBe(content.byteLength);
+    expect(result.chunks.length).toBeGreaterThan(512);
+    expect(result.chunks.map((c) => c.ord)).toEqual(result.chunks.map((_, i) => i));
+    expect(result.chunks[0]!.text.startsWith('Paragraph 0 ')).toBe(true);
+    expect(result.chunks.at(-1)!.text.endsWith('buffers and streams')).toBe(true);
+    expect(result.chunks.at(-1)!.text).toContain('Paragraph 1499 ');
   });
 });
 
@@ -152,12 +158,12 @@ describe('IngestionPool warm-up', () => {
   }
 
   it('rejects a warm-up round count that is not an integer >= 0', () => {
-    expect(() => new IngestionPool({ threads: 1, warmUpRounds: -1 })).toThrow(RangeError);
-    expect(() => new IngestionPool({ threads: 1, warmUpRounds: 1.5 })).toThrow(/warmUpRounds must be an integer >= 0, got 1.5/);
+    expect(() => new IngestionPool({ processes: 1, warmUpRounds: -1 })).toThrow(RangeError);
+    expect(() => new IngestionPool({ processes: 1, warmUpRounds: 1.5 })).toThrow(/warmUpRounds must be an integer >= 0, got 1.5/);
   });
 
   it('starts every worker with the pool and warms each one up before any document arrives', async () => {
-    const warm = new IngestionPool({ threads: 2, warmUpRounds: 1 });
+    const warm = new IngestionPool({ processes: 2, warmUpRounds: 1 });
     try {
       expect(warm.warmedUp).toBe(0);
       await until(() => warm.warmedUp === 2, 30_000);
@@ -172,7 +178,7 @@ describe('IngestionPool warm-up', () => {
   });
 
   it('without warm-up starts no worker before a document, and counts none warm after one', async () => {
-    const cold = new IngestionPool({ threads: 2 });
+    const cold = new IngestionPool({ processes: 2 });
     try {
       expectGood(await cold.run({ title: 'guide', contentType: 'text/markdown', content: GOOD_DOC }), 'cold pool');
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -183,13 +189,13 @@ describe('IngestionPool warm-up', () => {
   });
 
   it('a worker replaced after a document past its time bound warms up again', async () => {
-    const warm = new IngestionPool({ threads: 1, warmUpRounds: 1, timeoutMs: 1 });
+    const warm = new IngestionPool({ processes: 1, warmUpRounds: 1, timeoutMs: 1 });
     try {
       await until(() => warm.warmedUp === 1, 30_000);
       // 1 ms is too short for this document: its worker is terminated and a new one starts, warm again.
       const big = `# Big\n\n${'A sentence of prose about streams and buffers. '.repeat(40_000)}\n`;
       const result = await warm.run({ title: 'big', contentType: 'text/markdown', content: big });
-      expect(result).toEqual({ ok: false, error: 'document took longer than 1 ms to parse (the ingestion time limit)' });
+      expect(result).toEqual({ ok: false, code: 'ingestion_timeout', error: 'document took longer than 1 ms to parse (the ingestion time limit)' });
       await until(() => warm.warmedUp === 2, 30_000);
     } finally {
       await warm.close();

@@ -33,7 +33,7 @@ function chunksOf(result: IngestResult) {
 
 describe('formats in the ingestion workers', () => {
   let pool: IngestionPool;
-  beforeAll(() => { pool = new IngestionPool({ threads: 2 }); });
+  beforeAll(() => { pool = new IngestionPool({ processes: 2 }); });
   afterAll(async () => { await pool?.close(); });
 
   it('PDF: text per page, the page number on every chunk, headings from the larger type', async () => {
@@ -100,16 +100,16 @@ describe('formats in the ingestion workers', () => {
     ];
     const results = await Promise.all(tasks.map(([, task]) => pool.run(task)));
     const byName = Object.fromEntries(tasks.map(([name], i) => [name, results[i]!]));
-    expect(byName['truncated pdf']).toEqual({ ok: false, error: 'document is not a valid PDF (corrupt or truncated)' });
-    expect(byName['encrypted pdf']).toEqual({ ok: false, error: 'document is encrypted (password-protected PDF)' });
-    expect(byName['random bytes as pdf']).toEqual({ ok: false, error: 'document is not a valid PDF (corrupt or truncated)' });
-    expect(byName['empty pdf']).toEqual({ ok: false, error: 'document is empty' });
-    expect(byName['zip that is not a docx']).toEqual({ ok: false, error: expect.stringMatching(/^document is not a valid DOCX file: .*main document part/) });
-    expect(byName['random bytes as docx']).toEqual({ ok: false, error: expect.stringMatching(/^document is not a valid DOCX file: .*zip/i) });
-    expect(byName['empty docx']).toEqual({ ok: false, error: 'document is empty' });
-    expect(byName['empty html']).toEqual({ ok: false, error: 'document is empty' });
-    expect(byName['html without text']).toEqual({ ok: false, error: 'document has no indexable text' });
-    expect(byName['html in latin-1']).toEqual({ ok: false, error: 'document is not valid UTF-8 text' });
+    expect(byName['truncated pdf']).toEqual({ ok: false, code: 'invalid_document', error: 'document is not a valid PDF (corrupt or truncated)' });
+    expect(byName['encrypted pdf']).toEqual({ ok: false, code: 'invalid_document', error: 'document is encrypted (password-protected PDF)' });
+    expect(byName['random bytes as pdf']).toEqual({ ok: false, code: 'invalid_document', error: 'document is not a valid PDF (corrupt or truncated)' });
+    expect(byName['empty pdf']).toEqual({ ok: false, code: 'invalid_document', error: 'document is empty' });
+    expect(byName['zip that is not a docx']).toEqual({ ok: false, code: 'invalid_document', error: expect.stringMatching(/^document is not a valid DOCX file: .*main document part/) });
+    expect(byName['random bytes as docx']).toEqual({ ok: false, code: 'invalid_document', error: expect.stringMatching(/^document is not a valid DOCX file: .*zip/i) });
+    expect(byName['empty docx']).toEqual({ ok: false, code: 'invalid_document', error: 'document is empty' });
+    expect(byName['empty html']).toEqual({ ok: false, code: 'invalid_document', error: 'document is empty' });
+    expect(byName['html without text']).toEqual({ ok: false, code: 'invalid_document', error: 'document has no indexable text' });
+    expect(byName['html in latin-1']).toEqual({ ok: false, code: 'invalid_document', error: 'document is not valid UTF-8 text' });
     for (const good of ['good pdf', 'good docx', 'good html']) expect(chunksOf(byName[good]!).length).toBeGreaterThan(0);
   });
 
@@ -120,20 +120,20 @@ describe('formats in the ingestion workers', () => {
       pool.run({ title: 'big', contentType: 'text/markdown', content: big }, { timeoutMs: 100 }),
       pool.run({ title: 'small', contentType: 'text/markdown', content: '# Small\n\nStill ingested while the other one is stopped.' }),
     ]);
-    expect(slow).toEqual({ ok: false, error: 'document took longer than 100 ms to parse (the ingestion time limit)' });
+    expect(slow).toEqual({ ok: false, code: 'ingestion_timeout', error: 'document took longer than 100 ms to parse (the ingestion time limit)' });
     expect(chunksOf(other)[0]!.text).toBe('Still ingested while the other one is stopped.');
     expect(chunksOf(await pool.run({ title: 'after', contentType: 'text/plain', content: 'The pool still serves.' }))[0]!.text).toBe('The pool still serves.');
   }, 60_000);
 
   it('a document past the memory limit ends its worker and fails with that reason; the others succeed', async () => {
-    const small = new IngestionPool({ threads: 2, memoryMb: 16 });
+    const small = new IngestionPool({ processes: 2, memoryMb: 16 });
     try {
       const big = `# Big\n\n${'Many words in a paragraph that goes on for a while. '.repeat(20)}\n\n`.repeat(8000);
       const [hungry, other] = await Promise.all([
         small.run({ title: 'big', contentType: 'text/markdown', content: big }),
         small.run({ title: 'small', contentType: 'text/markdown', content: '# Small\n\nIngested beside the one that ran out of memory.' }),
       ]);
-      expect(hungry).toEqual({ ok: false, error: 'document needs more than 16 MB of memory to parse (the ingestion memory limit)' });
+      expect(hungry).toEqual({ ok: false, code: 'document_too_large', error: 'document needs more than 16 MB of memory to parse (the ingestion memory limit)' });
       expect(chunksOf(other)[0]!.text).toBe('Ingested beside the one that ran out of memory.');
       const after = await small.run({ title: 'after', contentType: 'text/plain', content: 'A new worker took over.' });
       expect(chunksOf(after)[0]!.text).toBe('A new worker took over.');
@@ -147,7 +147,7 @@ describe('KnowledgeService: a failed document is recorded and published alone', 
   it('broken uploads end failed with their error and a document.failed event; the good ones ready with document.ready', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'parley-formats-'));
     const store = createSqliteStore(dir);
-    const pool = new IngestionPool({ threads: 2 });
+    const pool = new IngestionPool({ processes: 2 });
     const events: DomainEvent[] = [];
     const bus = new EventBus(() => undefined);
     bus.subscribe((e) => events.push(e));
@@ -165,13 +165,13 @@ describe('KnowledgeService: a failed document is recorded and published alone', 
       for (const u of uploads) docs.push(await knowledge.upload(kb, { ...u }));
       await knowledge.settled();
       const [encrypted, operations, notDocx, agents] = await Promise.all(docs.map((d) => store.knowledge.getDocument('org_1', 'kb_1', d.id)));
-      expect(encrypted).toMatchObject({ status: 'failed', error: 'document is encrypted (password-protected PDF)', chunk_count: 0 });
-      expect(notDocx).toMatchObject({ status: 'failed', error: expect.stringMatching(/^document is not a valid DOCX file/) });
+      expect(encrypted).toMatchObject({ status: 'failed', error: 'document is encrypted (password-protected PDF)', error_code: 'invalid_document', chunk_count: 0 });
+      expect(notDocx).toMatchObject({ status: 'failed', error: expect.stringMatching(/^document is not a valid DOCX file/), error_code: 'invalid_document' });
       expect(operations).toMatchObject({ status: 'ready', error: null });
       expect(agents).toMatchObject({ status: 'ready', error: null });
       expect(events.filter((e) => e.type === 'document.failed').map((e) => e.data)).toEqual(expect.arrayContaining([
-        { document_id: docs[0]!.id, knowledge_base_id: 'kb_1', error: 'document is encrypted (password-protected PDF)' },
-        { document_id: docs[2]!.id, knowledge_base_id: 'kb_1', error: expect.stringMatching(/^document is not a valid DOCX file/) },
+        { document_id: docs[0]!.id, knowledge_base_id: 'kb_1', error: 'document is encrypted (password-protected PDF)', error_code: 'invalid_document' },
+        { document_id: docs[2]!.id, knowledge_base_id: 'kb_1', error: expect.stringMatching(/^document is not a valid DOCX file/), error_code: 'invalid_document' },
       ]));
       expect(events.filter((e) => e.type === 'document.ready').map((e) => e.data.document_id).sort()).toEqual([docs[1]!.id, docs[3]!.id].sort());
       const hits = await store.knowledge.search('org_1', ['kb_1'], 'SIGTERM drains', 3);

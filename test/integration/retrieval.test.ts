@@ -80,7 +80,7 @@ function report(label: string, r: { bytes: number; ms: number; chunks: number },
 beforeAll(async () => {
   tmpDir = mkdtempSync(path.join(os.tmpdir(), 'parley-retrieval-'));
   store = createSqliteStore(tmpDir);
-  pool = new IngestionPool({ threads: 2 });
+  pool = new IngestionPool({ processes: 2 });
   const logger = pino({ level: 'silent' });
   const bus = new EventBus((err) => { throw err; });
   bus.subscribe((e) => events.push(e));

@@ -35,7 +35,7 @@ function store(opts: Parameters<typeof createSqliteStore>[1] = {}) {
 
 const doc = (id: string): DocumentRecord => ({
   id, org_id: 'org_A', knowledge_base_id: 'kb_1', title: 'Big', content_type: 'text/plain', status: 'processing',
-  error: null, chunk_count: 0, bytes: 3, created_at: T0, updated_at: T0,
+  error: null, error_code: null, chunk_count: 0, bytes: 3, created_at: T0, updated_at: T0,
 });
 const chunks = (n: number): NewChunk[] => Array.from({ length: n }, (_, i) => ({ ord: i, heading: '', text: `platypus passage number ${i}` }));
 const conversation = (id: string): ConversationRecord => ({

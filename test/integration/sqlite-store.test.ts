@@ -74,7 +74,7 @@ const insertV1Message = (db: Database.Database, seq: number, id: string, conv: s
 function doc(id: string): DocumentRecord {
   return {
     id, org_id: 'org_A', knowledge_base_id: 'kb_1', title: 'Big', content_type: 'text/plain', status: 'processing',
-    error: null, chunk_count: 0, bytes: 3, created_at: T0, updated_at: T0,
+    error: null, error_code: null, chunk_count: 0, bytes: 3, created_at: T0, updated_at: T0,
   };
 }
 
@@ -115,7 +115,8 @@ describe('sqlite: migrations', () => {
       tool_runs: [], usage: null, status: 'completed', finish_reason: null, error: null, timing: null, created_at: T1,
     })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
     // A document from before the migration has no stored upload.
-    expect(await s.knowledge.pendingDocuments()).toEqual([{ document: { ...doc('doc_old'), title: 'Old' }, content: null }]);
+    expect(await s.knowledge.pendingDocuments()).toEqual([{ ...doc('doc_old'), title: 'Old' }]);
+    expect(await s.knowledge.documentSource('doc_old')).toBeNull();
     // The FTS index is merged by the store, not by FTS5's automerge.
     expect(s.db.prepare(`SELECT v FROM chunks_fts_config WHERE k = 'automerge'`).get()).toEqual({ v: 0 });
   });
@@ -395,7 +396,8 @@ describe('sqlite: completeDocument in slices', () => {
     expect(partial).toBeGreaterThan(0);
     expect(partial).toBeLessThan(30);
     expect(await again.knowledge.search('org_A', ['kb_1'], 'numbat', 50)).toEqual([]);
-    expect((await again.knowledge.pendingDocuments()).map((p) => [p.document.id, p.document.status, p.content])).toEqual([['doc_1', 'processing', 'raw']]);
+    expect((await again.knowledge.pendingDocuments()).map((p) => [p.id, p.status])).toEqual([['doc_1', 'processing']]);
+    expect(await again.knowledge.documentSource('doc_1')).toBe('raw');
 
     expect(await again.knowledge.completeDocument('doc_1', chunks(12, 'numbat'), T1)).toBe(true);
     expect(chunkRows(again.db, 'doc_1')).toBe(12);

@@ -122,7 +122,9 @@ describe('playground exchange', () => {
   });
 
   it('usage without timing (an older server) leaves timing null; an error event ends the turn with its message', () => {
-    let x = applyEvent(newExchange('q'), { type: 'usage', usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } }, 1);
+    // An older server's usage event has no timing (the generated types of this one require it).
+    const older = { type: 'usage', usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } } as unknown as Parameters<typeof applyEvent>[1];
+    let x = applyEvent(newExchange('q'), older, 1);
     expect(x.timing).toBeNull();
     x = applyEvent(x, { type: 'error', error: { type: 'upstream_error', code: 'model_timeout', message: 'The model did not answer.' } }, 2);
     expect(x).toMatchObject({ error: 'The model did not answer.', streaming: false });

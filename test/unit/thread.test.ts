@@ -11,7 +11,7 @@ const C = 'conv_01TEST';
 function stored(id: string, role: Message['role'], content: string, turnId: string | null = null): Message {
   return {
     id, conversation_id: C, turn_id: turnId, role, content, citations: [], tool_runs: [], usage: null, status: 'completed',
-    finish_reason: role === 'agent' ? 'stop' : null, error: null, created_at: '2026-11-23T10:00:00.000Z',
+    finish_reason: role === 'agent' ? 'stop' : null, error: null, timing: null, created_at: '2026-11-23T10:00:00.000Z',
   };
 }
 

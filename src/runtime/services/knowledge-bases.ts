@@ -58,10 +58,12 @@ export class KnowledgeBaseService {
 
   /**
    * Accepts a document: its record and content are durable when this resolves (so the 202 survives a
-   * crash), and ingestion runs in the background. Throws AppError `not_found` for an unknown base.
+   * crash), and ingestion runs in the background. With `transfer`, a whole-buffer upload is moved to the
+   * store instead of copied (the caller's array is detached). Throws AppError `not_found` for an unknown
+   * base, `rate_limited` (429, `Retry-After`) when the organization is at its bound of documents processing.
    */
-  async upload(orgId: string, kbId: string, upload: DocumentUpload): Promise<DocumentRecord> {
-    return this.knowledge.upload(await this.get(orgId, kbId), upload);
+  async upload(orgId: string, kbId: string, upload: DocumentUpload, opts: { transfer?: boolean } = {}): Promise<DocumentRecord> {
+    return this.knowledge.upload(await this.get(orgId, kbId), upload, opts);
   }
 
   async listDocuments(orgId: string, kbId: string, page: PageRequest): Promise<Page<DocumentRecord>> {

@@ -256,6 +256,13 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE messages ADD COLUMN timing TEXT;
   CREATE INDEX agents_org_name ON agents(org_id, name);
   `,
+  // 16: fair, bounded ingestion (docs/knowledge-bases.md "Fair ingestion"): the stable code of a failed
+  // document's error (`document_too_large`, ...), and the index that counts an organization's documents
+  // still processing when an upload is stored (PARLEY_INGEST_MAX_PROCESSING_PER_ORG).
+  `
+  ALTER TABLE documents ADD COLUMN error_code TEXT;
+  CREATE INDEX documents_org_processing ON documents(org_id) WHERE status = 'processing';
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

@@ -25,6 +25,7 @@ function prepare(db: Database.Database) {
       `INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     insertSource: db.prepare('INSERT INTO document_sources (doc_id, content, is_text) VALUES (?, ?, ?)'),
+    processingOfOrg: db.prepare(`SELECT COUNT(*) AS n FROM documents WHERE org_id = ? AND status = 'processing'`),
     documentForChunks: db.prepare('SELECT org_id, kb_id, title FROM documents WHERE id = ?'),
     restart: db.prepare(`UPDATE documents SET status = 'processing', error = NULL WHERE id = ? AND status <> 'processing'`),
     clearBatch: db.prepare(`DELETE FROM chunks WHERE rowid IN (SELECT rowid FROM chunks WHERE doc_id = ? LIMIT ${CLEAR_BATCH})`),
@@ -85,13 +86,16 @@ export function batchSynchronous(ops: readonly string[], configured: 'FULL' | 'N
 export const KNOWLEDGE_WRITES = {
   /**
    * Stores a new document record (`processing`) with its upload as given (`content`: a string is stored
-   * as TEXT with is_text 1, bytes as a BLOB), so ingestion can start again from it after a crash. Throws
-   * what SQLite throws (a duplicate id, a knowledge base that is gone: SQLITE_CONSTRAINT_*).
+   * as TEXT with is_text 1, bytes as a BLOB), so ingestion can start again from it after a crash; true.
+   * With `maxProcessing`, stores nothing and returns false when the document's organization already has
+   * that many documents `processing` (counted inside this write's transaction: exact across processes).
+   * Throws what SQLite throws (a duplicate id, a knowledge base that is gone: SQLITE_CONSTRAINT_*).
    * Runs in the writer thread: an upload of a few MB and its fsync never hold up the event loop.
    */
-  documentCreate(db: Database.Database, args: { doc: DocumentRecord; content: Uint8Array | string }): true {
+  documentCreate(db: Database.Database, args: { doc: DocumentRecord; content: Uint8Array | string; maxProcessing?: number | undefined }): boolean {
     const sql = statements(db);
     const d = args.doc;
+    if (args.maxProcessing !== undefined && (sql.processingOfOrg.get(d.org_id) as { n: number }).n >= args.maxProcessing) return false;
     sql.insertDocument.run(d.id, d.org_id, d.knowledge_base_id, d.title, d.content_type, d.status, d.error,
       d.chunk_count, d.bytes, d.created_at, d.updated_at);
     sql.insertSource.run(d.id, args.content, typeof args.content === 'string' ? 1 : 0);

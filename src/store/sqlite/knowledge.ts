@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { KnowledgePort } from '../ports.js';
-import type { ChunkHit, DocumentRecord, KnowledgeBaseRecord, KnowledgeBaseStats, NewChunk, OutboxEvent, PendingDocument } from '../records.js';
+import type { ChunkHit, DocumentFailure, DocumentRecord, KnowledgeBaseRecord, KnowledgeBaseStats, NewChunk, OutboxEvent } from '../records.js';
 import { writeOutbox } from './outbox-writes.js';
 import { NewestFirstList, toPage } from './pagination.js';
 import type { ConversationWriter } from './writer.js';
@@ -54,17 +54,10 @@ function documentFromRow(r: Row): DocumentRecord {
     id: r.id as string, org_id: r.org_id as string, knowledge_base_id: r.kb_id as string,
     title: r.title as string, content_type: r.content_type as DocumentRecord['content_type'],
     status: r.status as DocumentRecord['status'], error: (r.error as string | null) ?? null,
+    error_code: (r.error_code as DocumentRecord['error_code']) ?? null,
     chunk_count: r.chunk_count as number, bytes: r.bytes as number,
     created_at: r.created_at as string, updated_at: r.updated_at as string,
   };
-}
-
-/** A stored upload as it was given: TEXT (is_text 1) as a string, BLOB as a Uint8Array; null when none was stored. */
-function sourceFromRow(content: unknown, isText: unknown): Uint8Array | string | null {
-  if (content == null) return null;
-  if (isText === 1) return content as string;
-  const buf = content as Buffer;
-  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
 }
 
 /**
@@ -102,11 +95,8 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
     baseById: db.prepare('SELECT * FROM knowledge_bases WHERE org_id = ? AND id = ?'),
     basesByRef: db.prepare('SELECT * FROM knowledge_bases WHERE (id = @ref OR name = @ref) AND (@org IS NULL OR org_id = @org) ORDER BY created_at, id'),
     documentById: db.prepare('SELECT * FROM documents WHERE org_id = ? AND kb_id = ? AND id = ?'),
-    pending: db.prepare(
-      `SELECT d.*, s.content AS source_content, s.is_text AS source_is_text
-       FROM documents d LEFT JOIN document_sources s ON s.doc_id = d.id
-       WHERE d.status = 'processing' ORDER BY d.created_at, d.id`),
-    markFailed: db.prepare(`UPDATE documents SET status = 'failed', error = ?, updated_at = ? WHERE id = ?`),
+    pending: db.prepare(`SELECT * FROM documents WHERE status = 'processing' ORDER BY created_at, id`),
+    markFailed: db.prepare(`UPDATE documents SET status = 'failed', error = ?, error_code = ?, updated_at = ? WHERE id = ?`),
     deleteDocument: db.prepare('DELETE FROM documents WHERE org_id = ? AND kb_id = ? AND id = ?'),
     deleteChunks: db.prepare('DELETE FROM chunks WHERE doc_id = ?'),
     deleteBase: db.prepare('DELETE FROM knowledge_bases WHERE org_id = ? AND id = ?'),
@@ -150,8 +140,8 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       .finally(() => { merging = undefined; });
   };
 
-  const failed = db.transaction((id: string, error: string, at: string, events: OutboxEvent[] | undefined): void => {
-    sql.markFailed.run(error, at, id);
+  const failed = db.transaction((id: string, failure: DocumentFailure, at: string, events: OutboxEvent[] | undefined): void => {
+    sql.markFailed.run(failure.message, failure.code, at, id);
     writeOutbox(db, events);
   });
 
@@ -217,8 +207,11 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       if (deleted) drain();
       return deleted;
     },
-    async createDocument(d, content) {
-      await writer.run('documentCreate', { doc: d, content });
+    async createDocument(d, content, opts = {}) {
+      // A whole-buffer upload moves to the writer thread instead of being copied on the event loop.
+      const transfer = opts.transfer === true && content instanceof Uint8Array && content.buffer instanceof ArrayBuffer
+        && content.byteOffset === 0 && content.byteLength === content.buffer.byteLength ? [content.buffer] : undefined;
+      return writer.run('documentCreate', { doc: d, content, maxProcessing: opts.maxProcessing }, transfer);
     },
     async getDocument(orgId, kbId, id) {
       const r = sql.documentById.get(orgId, kbId, id) as Row | undefined;
@@ -227,10 +220,13 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
     async listDocuments(orgId, kbId, page) {
       return toPage(documents.rows([orgId, kbId], page), page, documentFromRow);
     },
-    async pendingDocuments(): Promise<PendingDocument[]> {
-      return (sql.pending.all() as Row[]).map((r) => ({
-        document: documentFromRow(r), content: sourceFromRow(r.source_content, r.source_is_text),
-      }));
+    async pendingDocuments(): Promise<DocumentRecord[]> {
+      return (sql.pending.all() as Row[]).map(documentFromRow);
+    },
+    async documentSource(id) {
+      // Through the reader: a stored upload is several MB, read off the event loop by the reader thread.
+      const row = await reader.source(id);
+      return row == null ? row : row.content;
     },
     completeDocument(id, chunks, at, events) {
       const before = running.get(id);
@@ -242,8 +238,8 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       run.then(forget, forget);
       return run;
     },
-    async failDocument(id, error, at, events) {
-      failed.immediate(id, error, at, events);
+    async failDocument(id, failure, at, events) {
+      failed.immediate(id, failure, at, events);
     },
     async deleteDocument(orgId, kbId, id) {
       const deleted = deleteDocument.immediate(orgId, kbId, id);

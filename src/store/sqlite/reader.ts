@@ -11,10 +11,18 @@ import { compiledWorkerUrl } from '../../workers/worker-file.js';
 import { Bm25Searcher, type Bm25Row, type Bm25Search } from './knowledge-search.js';
 import { fromWire, type WireError } from './writer.js';
 
-/** Runs knowledge searches. */
+/** A document's stored upload as read: the TEXT or BLOB and its is_text flag; null when none was stored; undefined when no such document. */
+export type SourceRow = { content: string | Uint8Array; isText: boolean } | null | undefined;
+
+/** Runs knowledge searches, and reads stored uploads. */
 export interface KnowledgeReader {
   /** The rows of a bm25 search, best first. Rejects with what SQLite threw, or when the reader thread died. */
   search(s: Bm25Search): Promise<Bm25Row[]>;
+  /**
+   * The stored upload of document `docId` (several MB: read off the event loop by the reader thread, and
+   * moved, not copied, to the caller). Rejects like `search`.
+   */
+  source(docId: string): Promise<SourceRow>;
   /** Waits for the searches in flight, then stops (a worker reader's thread ends); later searches reject. */
   close(): Promise<void>;
 }
@@ -22,20 +30,42 @@ export interface KnowledgeReader {
 /** Which reader to use: `worker` (default; a reader thread) or `main` (the main thread's connection). */
 export type ReaderKind = 'worker' | 'main';
 
-/** A request to the reader thread. */
-export interface ReaderRequest {
-  id: number;
-  search: Bm25Search;
-}
+/** A request to the reader thread: a search, or the stored upload of a document. */
+export type ReaderRequest = { id: number; search: Bm25Search } | { id: number; source: string };
 
 /** The reader thread's answer to one request. */
-export type ReaderReply = { id: number; ok: true; rows: Bm25Row[] } | { id: number; ok: false; error: WireError };
+export type ReaderReply =
+  | { id: number; ok: true; rows: Bm25Row[] }
+  | { id: number; ok: true; source: SourceRow }
+  | { id: number; ok: false; error: WireError };
+
+/** SQL of {@link KnowledgeReader.source}: the upload of a document, or no row when the document is gone. */
+export const SOURCE_SQL = `SELECT s.content AS content, s.is_text AS is_text
+  FROM documents d LEFT JOIN document_sources s ON s.doc_id = d.id WHERE d.id = ?`;
+
+/** A {@link SOURCE_SQL} row as a {@link SourceRow}. */
+export function sourceOfRow(row: { content: unknown; is_text: unknown } | undefined): SourceRow {
+  if (row === undefined) return undefined;
+  if (row.content == null) return null;
+  if (row.is_text === 1) return { content: row.content as string, isText: true };
+  const buf = row.content as Buffer;
+  return { content: new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength), isText: false };
+}
 
 /** Searches on `db` itself, synchronously (the promise is settled when returned). */
 export function createMainThreadReader(db: Database.Database): KnowledgeReader {
   const searcher = new Bm25Searcher(db);
+  const source = db.prepare(SOURCE_SQL);
   let closed = false;
   return {
+    source(docId) {
+      if (closed) return Promise.reject(new Error('the store is closed'));
+      try {
+        return Promise.resolve(sourceOfRow(source.get(docId) as { content: unknown; is_text: unknown } | undefined));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
     search(s) {
       if (closed) return Promise.reject(new Error('the store is closed'));
       try {
@@ -51,7 +81,7 @@ export function createMainThreadReader(db: Database.Database): KnowledgeReader {
 }
 
 interface Pending {
-  resolve: (rows: Bm25Row[]) => void;
+  resolve: (value: never) => void;
   reject: (err: unknown) => void;
 }
 
@@ -86,7 +116,7 @@ export function createWorkerReader(file: string): KnowledgeReader {
   function start(): Worker {
     const w = new Worker(url, { workerData: { file } });
     w.on('message', (reply: ReaderReply) => {
-      settle(reply.id, (p) => (reply.ok ? p.resolve(reply.rows) : p.reject(fromWire(reply.error))));
+      settle(reply.id, (p) => (!reply.ok ? p.reject(fromWire(reply.error)) : p.resolve(('rows' in reply ? reply.rows : reply.source) as never)));
     });
     const died = (reason: unknown) => {
       if (worker !== w) return;
@@ -99,17 +129,20 @@ export function createWorkerReader(file: string): KnowledgeReader {
     return w;
   }
 
+  function ask<T>(request: (id: number) => ReaderRequest): Promise<T> {
+    if (closed) return Promise.reject(new Error('the store is closed'));
+    return new Promise<T>((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, { resolve: resolve as (value: never) => void, reject });
+      worker ??= start();
+      worker.ref();
+      worker.postMessage(request(id));
+    });
+  }
+
   return {
-    search(s) {
-      if (closed) return Promise.reject(new Error('the store is closed'));
-      return new Promise<Bm25Row[]>((resolve, reject) => {
-        const id = nextId++;
-        pending.set(id, { resolve, reject });
-        worker ??= start();
-        worker.ref();
-        worker.postMessage({ id, search: s } satisfies ReaderRequest);
-      });
-    },
+    search: (s) => ask<Bm25Row[]>((id) => ({ id, search: s })),
+    source: (docId) => ask<SourceRow>((id) => ({ id, source: docId })),
     async close() {
       closed = true;
       if (pending.size > 0) await new Promise<void>((resolve) => { drained = resolve; });

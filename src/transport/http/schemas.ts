@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { AgentToolSchema, BUILTIN_TOOL_NAMES, ModelChoiceSchema, SafetySettingsSchema } from '../../vocabulary/agent.js';
 import { ConversationStatusSchema } from '../../vocabulary/conversation.js';
-import { DocumentStatusSchema, TEXT_CONTENT_TYPES } from '../../vocabulary/document.js';
+import { DocumentErrorCodeSchema, DocumentStatusSchema, TEXT_CONTENT_TYPES } from '../../vocabulary/document.js';
 import { MessageRoleSchema, MessageStatusSchema } from '../../vocabulary/message.js';
 import { MetadataSchema } from '../../vocabulary/metadata.js';
 import { RoleSchema } from '../../vocabulary/role.js';
@@ -119,7 +119,10 @@ export const DocumentQuery = z.object({ title: z.string().trim().min(1).max(300)
 
 export const DocumentSchema = z.object({
   id: z.string(), knowledge_base_id: z.string(), title: z.string(), content_type: z.string(),
-  status: DocumentStatusSchema, error: z.string().nullable(), chunk_count: z.number().int(),
+  status: DocumentStatusSchema,
+  error: z.string().nullable().describe('Why a failed document failed, one line for people; null unless failed'),
+  error_code: DocumentErrorCodeSchema.nullable().describe('The stable code of `error` (document_too_large, ingestion_timeout, invalid_document, embedding_failed, ingestion_failed); null unless failed'),
+  chunk_count: z.number().int(),
   bytes: z.number().int(), created_at: time, updated_at: time,
 }).meta({ id: 'Document' });
 

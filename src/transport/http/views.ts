@@ -32,7 +32,7 @@ export function knowledgeBaseView(kb: KnowledgeBaseRecord & Partial<KnowledgeBas
 export function documentView(d: DocumentRecord) {
   return {
     id: d.id, knowledge_base_id: d.knowledge_base_id, title: d.title, content_type: d.content_type, status: d.status,
-    error: d.error, chunk_count: d.chunk_count, bytes: d.bytes, created_at: d.created_at, updated_at: d.updated_at,
+    error: d.error, error_code: d.error_code, chunk_count: d.chunk_count, bytes: d.bytes, created_at: d.created_at, updated_at: d.updated_at,
   };
 }
 

@@ -57,7 +57,9 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
       body: 'raw', query: DocumentQuery,
       responses: [
         { status: 202, description: 'Accepted; ingestion runs in the background', schema: DocumentAcceptedSchema },
+        { status: 413, description: 'Body larger than PARLEY_DOCUMENT_LIMIT_BYTES (raw) or PARLEY_BODY_LIMIT_BYTES (JSON)', schema: ErrorSchema },
         { status: 415, description: 'Unsupported content type', schema: ErrorSchema },
+        { status: 429, description: 'rate_limited: the organization already has PARLEY_INGEST_MAX_PROCESSING_PER_ORG documents processing (see Retry-After)', schema: ErrorSchema },
       ],
       async handle({ principal, params, req, query }: { principal: { orgId: string }; params: Record<string, string>; req: { headers: Record<string, string>; body: Buffer | null }; query: z.infer<typeof DocumentQuery> }) {
         const type = mediaType(req.headers['content-type']);
@@ -69,11 +71,12 @@ export function knowledgeRoutes(s: Services): RouteDef[] {
         } else if ((DOCUMENT_CONTENT_TYPES as readonly string[]).includes(type)) {
           if (!req.body || req.body.length === 0) throw new AppError('validation_failed', 'The document body is empty.', { errors: [{ path: 'body', message: 'empty document' }] });
           if (!query.title) throw new AppError('validation_failed', 'Pass the document title as ?title=.', { errors: [{ path: 'title', message: 'required for raw uploads' }] });
-          upload = { title: query.title, contentType: type as DocumentContentType, content: new Uint8Array(req.body) };
+          // A view, not a copy: the body's memory moves on to the store's writer thread (transfer below).
+          upload = { title: query.title, contentType: type as DocumentContentType, content: new Uint8Array(req.body.buffer, req.body.byteOffset, req.body.byteLength) };
         } else {
           throw new AppError('unsupported_content_type', `Content-Type must be one of ${[...DOCUMENT_CONTENT_TYPES, 'application/json'].join(', ')}.`);
         }
-        const doc = await s.knowledgeBases.upload(principal.orgId, params.kb_id!, upload);
+        const doc = await s.knowledgeBases.upload(principal.orgId, params.kb_id!, upload, { transfer: true });
         return { kind: 'json', status: 202, body: { id: doc.id, status: 'processing' } };
       },
     },
