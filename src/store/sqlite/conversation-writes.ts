@@ -8,6 +8,7 @@ import type { ConversationRecord, ConversationStatus, Fence, InterruptedTurn, Le
 import { KNOWLEDGE_WRITES } from './knowledge-writes.js';
 import { checkFence, insertLease, LEASE_WRITES } from './lease-writes.js';
 import { FEED_WRITES, recordChanges } from './feed.js';
+import { TOOL_RUN_WRITES } from './tool-run-writes.js';
 import { countUsage, OUTBOX_WRITES, writeOutbox } from './outbox-writes.js';
 import { toJson } from './rows.js';
 
@@ -89,6 +90,7 @@ export const CONVERSATION_WRITES = {
   ...KNOWLEDGE_WRITES,
   ...LEASE_WRITES,
   ...FEED_WRITES,
+  ...TOOL_RUN_WRITES,
   /** Inserts a conversation. */
   createConversation(db: Database.Database, c: ConversationRecord): void {
     insertConversation(db, c);

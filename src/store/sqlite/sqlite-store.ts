@@ -74,7 +74,7 @@ export function createSqliteStore(dataDir: string, opts: SqliteStoreOptions = {}
     agents: createAgents(db, signal),
     knowledge,
     conversations: createConversations(db, writer),
-    toolRuns: createToolRuns(db),
+    toolRuns: createToolRuns(db, writer),
     webhooks: createWebhooks(db, writer, signal),
     usage: createUsage(db, writer),
     async ping() {

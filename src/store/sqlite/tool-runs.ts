@@ -1,8 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ToolRunsPort } from '../ports.js';
-import type { Fence, OutboxEvent, ToolRunRecord } from '../records.js';
-import { checkFence } from './lease-writes.js';
-import { writeOutbox } from './outbox-writes.js';
+import type { ToolRunRecord } from '../records.js';
+import type { ConversationWriter } from './writer.js';
 import type { Row } from './rows.js';
 
 function fromRow(r: Row): ToolRunRecord {
@@ -16,24 +15,18 @@ function fromRow(r: Row): ToolRunRecord {
 }
 
 /**
- * ToolRunsPort on SQLite (table `tool_runs`, indexed by conversation), on the main connection: a run and its
- * outbox events in one transaction. A duplicate id throws (primary key) and stores neither.
+ * ToolRunsPort on SQLite (table `tool_runs`, indexed by conversation): a run and its outbox events in one
+ * write of the writer, which commits writes in the order they were issued, so a run of a new
+ * conversation's first turn always lands after the conversation and its lease. A duplicate id throws
+ * (primary key) and stores neither.
  */
-export function createToolRuns(db: Database.Database): ToolRunsPort {
+export function createToolRuns(db: Database.Database, writer: ConversationWriter): ToolRunsPort {
   const sql = {
-    insert: db.prepare(
-      `INSERT INTO tool_runs (id, org_id, agent_id, conversation_id, turn_id, tool_call_id, name, kind, status, http_status, error, duration_ms, response_bytes, created_at)
-       VALUES (@id, @org_id, @agent_id, @conversation_id, @turn_id, @tool_call_id, @name, @kind, @status, @http_status, @error, @duration_ms, @response_bytes, @created_at)`),
     byConversation: db.prepare('SELECT * FROM tool_runs WHERE org_id = ? AND conversation_id = ? ORDER BY created_at, id LIMIT ?'),
   };
-  const recordWithEvents = db.transaction((run: ToolRunRecord, events: OutboxEvent[] | undefined, fence: Fence | undefined) => {
-    if (fence !== undefined) checkFence(db, run.conversation_id, fence, new Date().toISOString());
-    sql.insert.run(run);
-    writeOutbox(db, events);
-  });
   return {
-    async record(run, events, fence) {
-      recordWithEvents.immediate(run, events, fence);
+    record(run, events, fence) {
+      return writer.run('recordToolRun', { run, events, fence });
     },
     async listForConversation(orgId, conversationId, limit = 100) {
       return (sql.byConversation.all(orgId, conversationId, limit) as Row[]).map(fromRow);
