@@ -124,12 +124,12 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   metrics.watchIngestion(() => ({ threads: pool.processes, warmedUp: pool.warmedUp }));
   if (store.commits !== undefined) metrics.watchCommits(store.commits.bind(store));
   const outbox = new Outbox();
-  const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder, { maxProcessingPerOrg: config.ingestMaxProcessingPerOrg });
   // Ready (GET /readyz) once start-up recovery is done, and the first-start bootstrap when the caller runs one.
   let started = false;
   // This process among those serving the store (DESIGN.md "Several processes"); its address is known
   // once the server listens (port 0 in tests), before the first request is served.
   const self: LeaseOwner = { id: newId('proc'), url: config.cluster.advertiseUrl ?? '' };
+  const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder, { maxProcessingPerOrg: config.ingestMaxProcessingPerOrg, owner: self.id });
   const clusterSecret = await store.processes.clusterSecret(newClusterSecret());
   // A child of PARLEY_PROCESSES answers /metrics on the shared port for the whole group, each series with
   // its process's index; a process on its own port answers for itself (its scraper tells instances apart).
@@ -163,6 +163,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   });
   // A neighbour found dead: its conversations and its webhook deliveries are taken over now.
   registry.onDead(async (id) => {
+    await knowledge.takeOverFrom(id).catch((err: unknown) => logger.error({ err, process_id: id }, 'could not take over a gone process\'s documents'));
     await chat.placement.takeOverFrom(id).catch((err: unknown) => logger.error({ err, process_id: id }, 'could not take over a gone process\'s conversations'));
     await dispatcher.ownerGone(id).catch((err: unknown) => logger.error({ err, process_id: id }, 'could not take over a gone process\'s webhook deliveries'));
   });

@@ -25,6 +25,12 @@ export interface KnowledgeServiceOptions {
    * no bound (the command line's `kb import`, which runs its own pool and bounds itself).
    */
   maxProcessingPerOrg?: number;
+  /**
+   * This process's id (src/cluster/process-registry.ts): the owner of the documents it ingests, so that
+   * a restart or a neighbour takes over only the documents of a process that is gone. Default none: the
+   * documents have no owner (one process alone; the command line).
+   */
+  owner?: string;
   /** The expansion limit handed to the parser with every document (PARLEY_INGEST_MAX_EXPANDED_BYTES); default the pool's. */
   maxExpandedBytes?: number;
 }
@@ -93,7 +99,10 @@ export class KnowledgeService {
       created_at: now, updated_at: now,
     };
     const max = opts.bounded === false ? undefined : this.options.maxProcessingPerOrg;
-    const stored = await this.store.knowledge.createDocument(doc, upload.content, { ...(max !== undefined ? { maxProcessing: max } : {}), transfer: opts.transfer === true });
+    const stored = await this.store.knowledge.createDocument(doc, upload.content, {
+      ...(max !== undefined ? { maxProcessing: max } : {}), transfer: opts.transfer === true,
+      ...(this.options.owner !== undefined ? { owner: this.options.owner } : {}),
+    });
     if (!stored) {
       throw new AppError('rate_limited', `This organization already has ${max} documents processing; retry once some are ready.`, {
         headers: { 'Retry-After': String(INGEST_RETRY_AFTER_S) },
@@ -104,16 +113,28 @@ export class KnowledgeService {
   }
 
   /**
-   * Start-up recovery: every document still `processing` (its ingestion was cut short by a crash or a
-   * kill) is queued again, oldest first, in the same fair queue as uploads (so a restart is fair between
-   * organizations too), and ingested from its stored upload when its turn comes; one whose upload was
-   * never stored (accepted by an older version) then fails with a reason. Resolves with the number of
-   * documents queued once they are (not ingested).
+   * Start-up recovery: every document still `processing` whose ingestion was cut short (by a crash or a
+   * kill of the process that ingested it, or of an earlier run) is taken over (KnowledgePort.claimPending:
+   * never a living neighbour's) and queued again, oldest first, in the same fair queue as uploads (so a
+   * restart is fair between organizations too), and ingested from its stored upload when its turn comes;
+   * one whose upload was never stored (accepted by an older version) then fails with a reason. Resolves
+   * with the number of documents queued once they are (not ingested).
    */
   async resumePending(): Promise<{ resumed: number }> {
-    const pending = await this.store.knowledge.pendingDocuments();
+    return this.takeOver([]);
+  }
+
+  /** Process `ownerId` is gone: the documents it was ingesting are taken over and queued here. */
+  async takeOverFrom(ownerId: string): Promise<{ resumed: number }> {
+    return this.takeOver([ownerId]);
+  }
+
+  private async takeOver(deadOwners: string[]): Promise<{ resumed: number }> {
+    const pending = this.options.owner === undefined
+      ? await this.store.knowledge.pendingDocuments()
+      : await this.store.knowledge.claimPending(this.options.owner, deadOwners);
     for (const doc of pending) this.enqueue(doc);
-    if (pending.length > 0) this.logger.warn({ resumed: pending.length }, 'documents left processing by an earlier run: ingesting them again');
+    if (pending.length > 0) this.logger.warn({ resumed: pending.length }, 'documents whose ingestion was cut short: ingesting them again');
     return { resumed: pending.length };
   }
 

@@ -246,7 +246,7 @@ export interface KnowledgePort {
    * of ingestion, PARLEY_INGEST_MAX_PROCESSING_PER_ORG). With `transfer`, the adapter may move the memory
    * of a whole-buffer `content` instead of copying it: the caller's array is then detached.
    */
-  createDocument(rec: DocumentRecord, content: Uint8Array | string, opts?: { maxProcessing?: number; transfer?: boolean }): Promise<boolean>;
+  createDocument(rec: DocumentRecord, content: Uint8Array | string, opts?: { maxProcessing?: number; transfer?: boolean; owner?: string }): Promise<boolean>;
   getDocument(orgId: string, kbId: string, id: string): Promise<DocumentRecord | undefined>;
   /** The documents of one knowledge base, newest first. Unknown cursor (or one of another base): AppError `validation_failed`. */
   listDocuments(orgId: string, kbId: string, page: PageRequest): Promise<Page<DocumentRecord>>;
@@ -255,6 +255,14 @@ export interface KnowledgePort {
    * restart must ingest again (each one's upload: documentSource).
    */
   pendingDocuments(): Promise<DocumentRecord[]>;
+  /**
+   * Several processes (DESIGN.md "Several processes": ingestion jobs are leased): makes `owner` the
+   * process that ingests every document still `processing` that has no owner (stored before owners, or by
+   * the command line), whose owner is one of `deadOwners`, or whose owner is not a registered process (a
+   * process that is gone), and returns them, oldest first. A document of a living neighbour (registered) is
+   * never taken. `createDocument`'s `opts.owner` names the process that will ingest a new document.
+   */
+  claimPending(owner: string, deadOwners: readonly string[]): Promise<DocumentRecord[]>;
   /**
    * The upload document `id` was created from, as the type it was stored as (string or bytes); null when
    * none was stored (documents created before the store kept uploads); undefined when there is no such

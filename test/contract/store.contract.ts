@@ -804,6 +804,26 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.knowledge.createDocument(doc('doc_8', 'kb_1'), 'h', { maxProcessing: 2 })).toBe(false);
       });
 
+      it('claimPending takes the documents of no owner, of a dead owner, of an unregistered owner; never a living neighbour\'s', async () => {
+        const at = T0;
+        await store.processes.register({ id: 'proc_alive', url: 'http://127.0.0.1:1', started_at: at, heartbeat_at: at, draining_at: null });
+        await store.processes.register({ id: 'proc_dead', url: 'http://127.0.0.1:2', started_at: at, heartbeat_at: at, draining_at: null });
+        await store.processes.register({ id: 'proc_me', url: 'http://127.0.0.1:3', started_at: at, heartbeat_at: at, draining_at: null });
+        await store.processes.register({ id: 'proc_other', url: 'http://127.0.0.1:4', started_at: at, heartbeat_at: at, draining_at: null });
+        await store.knowledge.createDocument(doc('doc_1', 'kb_1', ORG_A, T0), 'a');
+        await store.knowledge.createDocument(doc('doc_2', 'kb_1', ORG_A, T1), 'b', { owner: 'proc_alive' });
+        await store.knowledge.createDocument(doc('doc_3', 'kb_1', ORG_A, T2), 'c', { owner: 'proc_dead' });
+        await store.knowledge.createDocument(doc('doc_4', 'kb_1', ORG_A, T3), 'd', { owner: 'proc_gone' });
+        await store.knowledge.createDocument(doc('doc_5', 'kb_1', ORG_A, T4), 'e', { owner: 'proc_me' });
+        await store.knowledge.createDocument(doc('doc_6', 'kb_1', ORG_A, T4), 'f', { owner: 'proc_gone' });
+        expect(await store.knowledge.completeDocument('doc_6', [chunk(0, 'done')], T4)).toBe(true);
+        // proc_dead is still registered: only named as dead is it taken; proc_gone is not registered.
+        expect((await store.knowledge.claimPending('proc_me', [])).map((d) => d.id)).toEqual(['doc_1', 'doc_4']);
+        expect((await store.knowledge.claimPending('proc_me', ['proc_dead'])).map((d) => d.id)).toEqual(['doc_3']);
+        expect(await store.knowledge.claimPending('proc_other', [])).toEqual([]);
+        expect((await store.knowledge.pendingDocuments()).map((d) => d.id)).toEqual(['doc_1', 'doc_2', 'doc_3', 'doc_4', 'doc_5']);
+      });
+
       it('pendingDocuments leaves out ready, failed and deleted documents', async () => {
         for (const id of ['doc_1', 'doc_2', 'doc_3', 'doc_4']) await store.knowledge.createDocument(doc(id, 'kb_1'), id);
         expect(await store.knowledge.completeDocument('doc_1', [chunk(0, 'alpha')], T1)).toBe(true);

@@ -57,7 +57,12 @@ const ENV = {
   PARLEY_TARGET_LOOP_BUSY_PERCENT: '0', PARLEY_TARGET_LOOP_LAG_MS: '0', PARLEY_INGEST_WARM_UP: '0',
 };
 
-async function round(seed: number): Promise<void> {
+/**
+ * One round. With `partner`, a second process serves the same data dir from the start (DESIGN.md "Several
+ * processes"): the clients send each request to either process at random, the kill takes the first one
+ * only, and the checks after the restart also hold the partner to them (nothing lost, nothing hanging).
+ */
+async function round(seed: number, partner = false): Promise<void> {
   // Seeded, so a failing round can be run again (CHAOS_SEED).
   const rnd = prng(seed);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-chaos-'));
@@ -67,6 +72,10 @@ async function round(seed: number): Promise<void> {
   const first = await startMain(dataDir, env);
   children.push(first);
   const creds = await credentialsOf(dataDir);
+  const other = partner ? await startMain(dataDir, env) : undefined;
+  if (other !== undefined) children.push(other);
+  /** Where a client's next request goes: either process, at random, with a partner. */
+  const target = () => (other !== undefined && rnd() < 0.5 ? other : first);
   const headers = { authorization: `Bearer ${creds.api_key}`, 'content-type': 'application/json' };
   const call = async (srv: MainProcess, path: string, init: { method?: string; body?: unknown } = {}) => {
     const res = await fetch(`${srv.url}${path}`, { method: init.method ?? (init.body === undefined ? 'GET' : 'POST'), headers, ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }) });
@@ -110,7 +119,7 @@ async function round(seed: number): Promise<void> {
     const visitor = question();
     let turn: Told['turns'][number] | undefined;
     let tokens = '';
-    await readSse(`${first.url}/v1/agents/${agent}/chat`, {
+    await readSse(`${target().url}/v1/agents/${agent}/chat`, {
       method: 'POST', headers, body: JSON.stringify({ message: visitor, stream: true, ...(conversation ? { conversation_id: conversation } : {}) }),
     }, (ev) => {
       const d = ev.data as Json;
@@ -127,7 +136,7 @@ async function round(seed: number): Promise<void> {
 
   async function oneShot(): Promise<void> {
     const visitor = question();
-    const res = await fetch(`${first.url}/v1/agents/${agent}/chat`, { method: 'POST', headers, body: JSON.stringify({ message: visitor }) }).catch(() => undefined);
+    const res = await fetch(`${target().url}/v1/agents/${agent}/chat`, { method: 'POST', headers, body: JSON.stringify({ message: visitor }) }).catch(() => undefined);
     if (res?.status !== 200) return;
     const body = await res.json().catch(() => undefined) as Json | undefined;
     if (!body) return;
@@ -138,19 +147,19 @@ async function round(seed: number): Promise<void> {
   async function operator(): Promise<void> {
     const known = [...told.conversations];
     const conversation = rnd() < 0.4 ? visitorConversation : known[Math.floor(rnd() * known.length)]!;
-    if (rnd() < 0.5) await fetch(`${first.url}/v1/conversations/${conversation}/handoff`, { method: 'POST', headers, body: '{}' }).catch(() => undefined);
+    if (rnd() < 0.5) await fetch(`${target().url}/v1/conversations/${conversation}/handoff`, { method: 'POST', headers, body: '{}' }).catch(() => undefined);
     const content = `An operator here, note ${++n}.`;
-    const res = await fetch(`${first.url}/v1/conversations/${conversation}/messages`, { method: 'POST', headers, body: JSON.stringify({ content }) }).catch(() => undefined);
+    const res = await fetch(`${target().url}/v1/conversations/${conversation}/messages`, { method: 'POST', headers, body: JSON.stringify({ content }) }).catch(() => undefined);
     if (res?.status === 201) told.operatorMessages.push({ conversation, id: ((await res.json()) as Json).id, content });
   }
 
   async function write(): Promise<void> {
     if (rnd() < 0.5) {
-      const res = await fetch(`${first.url}/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: `Agent ${++n}` }) }).catch(() => undefined);
+      const res = await fetch(`${target().url}/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: `Agent ${++n}` }) }).catch(() => undefined);
       if (res?.status === 201) told.agents.push(((await res.json()) as Json).id);
     } else {
       const body = Array.from({ length: 40 }, (_, i) => `## Part ${i}\n\nValve ${n} section ${i} describes the gauge, the pressure loop and the shift book in detail.`).join('\n\n');
-      const res = await fetch(`${first.url}/v1/knowledge-bases/${kb}/documents?title=Manual%20${++n}`, { method: 'POST', headers: { authorization: headers.authorization, 'content-type': 'text/markdown' }, body }).catch(() => undefined);
+      const res = await fetch(`${target().url}/v1/knowledge-bases/${kb}/documents?title=Manual%20${++n}`, { method: 'POST', headers: { authorization: headers.authorization, 'content-type': 'text/markdown' }, body }).catch(() => undefined);
       if (res?.status === 202) told.documents.push({ kb, id: ((await res.json()) as Json).id });
     }
   }
@@ -158,7 +167,7 @@ async function round(seed: number): Promise<void> {
   /** The visitor writes again in its conversation (the agent answers, or a person when handed off). */
   async function visitorTurn(): Promise<void> {
     const visitor = question();
-    const res = await fetch(`${first.url}/v1/public/agents/${publicKey}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: visitor, conversation_id: visitorConversation, visitor_token: visitorToken }) }).catch(() => undefined);
+    const res = await fetch(`${target().url}/v1/public/agents/${publicKey}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: visitor, conversation_id: visitorConversation, visitor_token: visitorToken }) }).catch(() => undefined);
     if (res?.status !== 200) return;
     const body = await res.json().catch(() => undefined) as Json | undefined;
     if (body) told.turns.push({ conversation: visitorConversation, visitor, message: { id: body.message_id, content: body.content } });
@@ -270,6 +279,10 @@ async function round(seed: number): Promise<void> {
   } finally {
     second.child.kill('SIGTERM');
     await exitOf(second.child);
+    if (other !== undefined) {
+      other.child.kill('SIGTERM');
+      await exitOf(other.child);
+    }
   }
 }
 
@@ -280,5 +293,15 @@ describe('kill -9 under a mixed workload', () => {
     it(`round ${i + 1} (seed ${seed0 + i}): every acknowledged write is there after the restart, and nothing is left hanging`, async () => {
       await round(seed0 + i);
     }, 120_000);
+  }
+});
+
+describe('kill -9 of one of two processes under a mixed workload', () => {
+  const rounds = Number(process.env.CHAOS_PAIR_ROUNDS ?? 1);
+  const seed0 = Number(process.env.CHAOS_SEED ?? 20261128) + 1000;
+  for (let i = 0; i < rounds; i++) {
+    it(`round ${i + 1} (seed ${seed0 + i}): requests to both processes; after one is killed and restarted, every acknowledged write is there and nothing hangs`, async () => {
+      await round(seed0 + i, true);
+    }, 150_000);
   }
 });

@@ -263,6 +263,13 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE documents ADD COLUMN error_code TEXT;
   CREATE INDEX documents_org_processing ON documents(org_id) WHERE status = 'processing';
   `,
+  // 17: ingestion jobs of several processes (DESIGN.md "Several processes"): the process that ingests a
+  // document still processing (NULL for documents stored before). A process takes over only the documents
+  // of a process that is gone (not registered any more), never a living neighbour's.
+  `
+  ALTER TABLE documents ADD COLUMN ingest_owner TEXT;
+  CREATE INDEX documents_ingest_owner ON documents(ingest_owner) WHERE status = 'processing';
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */

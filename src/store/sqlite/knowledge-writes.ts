@@ -22,8 +22,13 @@ const cache = new WeakMap<Database.Database, Statements>();
 function prepare(db: Database.Database) {
   return {
     insertDocument: db.prepare(
-      `INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      `INSERT INTO documents (id, org_id, kb_id, title, content_type, status, error, chunk_count, bytes, created_at, updated_at, ingest_owner)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    claimPending: db.prepare(
+      `UPDATE documents SET ingest_owner = @owner
+       WHERE status = 'processing' AND (ingest_owner IS NULL OR ingest_owner IN (SELECT value FROM json_each(@dead))
+         OR (ingest_owner <> @owner AND ingest_owner NOT IN (SELECT id FROM processes)))
+       RETURNING id`),
     insertSource: db.prepare('INSERT INTO document_sources (doc_id, content, is_text) VALUES (?, ?, ?)'),
     processingOfOrg: db.prepare(`SELECT COUNT(*) AS n FROM documents WHERE org_id = ? AND status = 'processing'`),
     documentForChunks: db.prepare('SELECT org_id, kb_id, title FROM documents WHERE id = ?'),
@@ -92,14 +97,18 @@ export const KNOWLEDGE_WRITES = {
    * Throws what SQLite throws (a duplicate id, a knowledge base that is gone: SQLITE_CONSTRAINT_*).
    * Runs in the writer thread: an upload of a few MB and its fsync never hold up the event loop.
    */
-  documentCreate(db: Database.Database, args: { doc: DocumentRecord; content: Uint8Array | string; maxProcessing?: number | undefined }): boolean {
+  documentCreate(db: Database.Database, args: { doc: DocumentRecord; content: Uint8Array | string; maxProcessing?: number | undefined; owner?: string | undefined }): boolean {
     const sql = statements(db);
     const d = args.doc;
     if (args.maxProcessing !== undefined && (sql.processingOfOrg.get(d.org_id) as { n: number }).n >= args.maxProcessing) return false;
     sql.insertDocument.run(d.id, d.org_id, d.knowledge_base_id, d.title, d.content_type, d.status, d.error,
-      d.chunk_count, d.bytes, d.created_at, d.updated_at);
+      d.chunk_count, d.bytes, d.created_at, d.updated_at, args.owner ?? null);
     sql.insertSource.run(d.id, args.content, typeof args.content === 'string' ? 1 : 0);
     return true;
+  },
+  /** KnowledgePort.claimPending: the ids of the documents now ingested by `owner`. */
+  documentsClaim(db: Database.Database, args: { owner: string; dead: readonly string[] }): string[] {
+    return (statements(db).claimPending.all({ owner: args.owner, dead: JSON.stringify(args.dead) }) as Array<{ id: string }>).map((r) => r.id);
   },
   /**
    * Starts (or continues) storing document `id`: sets it back to `processing` and deletes up to

@@ -211,7 +211,12 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       // A whole-buffer upload moves to the writer thread instead of being copied on the event loop.
       const transfer = opts.transfer === true && content instanceof Uint8Array && content.buffer instanceof ArrayBuffer
         && content.byteOffset === 0 && content.byteLength === content.buffer.byteLength ? [content.buffer] : undefined;
-      return writer.run('documentCreate', { doc: d, content, maxProcessing: opts.maxProcessing }, transfer);
+      return writer.run('documentCreate', { doc: d, content, maxProcessing: opts.maxProcessing, owner: opts.owner }, transfer);
+    },
+    async claimPending(owner, deadOwners) {
+      const ids = new Set(await writer.run('documentsClaim', { owner, dead: deadOwners }));
+      if (ids.size === 0) return [];
+      return (sql.pending.all() as Row[]).filter((r) => ids.has(r.id as string)).map(documentFromRow);
     },
     async getDocument(orgId, kbId, id) {
       const r = sql.documentById.get(orgId, kbId, id) as Row | undefined;
