@@ -39,7 +39,7 @@ import { HealthService } from './runtime/services/health.js';
 import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
 import type { Store } from './store/ports.js';
 import { withApiKeyCache } from './store/cached-api-keys.js';
-import { createSqliteStore } from './store/sqlite/sqlite-store.js';
+import { createStore } from './store/create-store.js';
 import { createDispatcher } from './transport/http/dispatch.js';
 import { Router } from './transport/http/router.js';
 import { apiRoutes } from './transport/http/routes/index.js';
@@ -104,7 +104,7 @@ export interface Parley {
 export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store; deferReady?: boolean } = {}): Promise<Parley> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   // API-key lookups (one per API-key request) are cached; revocations through this instance apply at once.
-  const store = withApiKeyCache(opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter, reader: config.sqliteReader }));
+  const store = withApiKeyCache(opts.store ?? await createStore(config, { user: 'server', logger }));
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
   const tokens = createWorkerTokenCounter();

@@ -13,7 +13,7 @@ import { loadConfig } from '../config/config.js';
 import { AppError } from '../errors/app-error.js';
 import { DirectoryService } from '../runtime/services/directory.js';
 import { MemberService } from '../runtime/services/members.js';
-import { createSqliteStore } from '../store/sqlite/sqlite-store.js';
+import { createStore } from '../store/create-store.js';
 import { EventBus } from '../events/event-bus.js';
 import { IngestionPool } from '../knowledge/ingestion-pool.js';
 import { KnowledgeService } from '../knowledge/knowledge-service.js';
@@ -66,11 +66,17 @@ export async function runCli(argv: string[]): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
   }
-  if (!existsSync(join(config.dataDir, 'parley.db'))) {
+  if (config.mongodb === undefined && !existsSync(join(config.dataDir, 'parley.db'))) {
     process.stderr.write(`No Parley data in ${config.dataDir} (no parley.db). Start the server once with this PARLEY_DATA_DIR, or set PARLEY_DATA_DIR to the server's data directory.\n`);
     return 1;
   }
-  const store = createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: 'main' });
+  let store;
+  try {
+    store = await createStore(config, { user: 'cli' });
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
   const passwords = new PasswordHasher({ concurrency: 1, maxWaiting: 10 });
   let pool: IngestionPool | undefined;
   let embeddings: ReturnType<typeof embedderFromConfig>;
