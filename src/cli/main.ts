@@ -22,6 +22,9 @@ import { createLogger } from '../log/logger.js';
 import { COMMANDS, exitCodeOf, usage, UsageError } from './commands.js';
 import { ImportUsageError, importFolder } from './kb-import.js';
 import { PasswordInputError, readPassword } from './password-input.js';
+import { runStoreCopy } from './store-copy.js';
+import { CopyRefused } from '../store/copy/copy-side.js';
+import { MongoStartupError } from '../store/mongodb/connection.js';
 
 /** Runs the command line with `argv` (without node and the script); resolves with the exit code. */
 export async function runCli(argv: string[]): Promise<number> {
@@ -66,6 +69,20 @@ export async function runCli(argv: string[]): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
   }
+  const print = (line: string) => { process.stdout.write(`${line}\n`); };
+  const copyStore = (req: { from: string; to: string; force: boolean }) =>
+    runStoreCopy(req, { mongodb: config.mongodbClient, progress: process.stderr, print });
+  if (command.standalone) {
+    const unavailable = (): never => { throw new Error(`"${name}" works without the configured store`); };
+    try {
+      return (await command.run({
+        directory: undefined as never, members: undefined as never, readPassword: unavailable, print, importFolder: unavailable, copyStore,
+      }, opts)) ?? 0;
+    } catch (err) {
+      process.stderr.write(`${err instanceof CopyRefused || err instanceof MongoStartupError ? err.message : `Failed: ${err instanceof Error ? err.message : String(err)}`}\n`);
+      return 1;
+    }
+  }
   if (config.mongodb === undefined && !existsSync(join(config.dataDir, 'parley.db'))) {
     process.stderr.write(`No Parley data in ${config.dataDir} (no parley.db). Start the server once with this PARLEY_DATA_DIR, or set PARLEY_DATA_DIR to the server's data directory.\n`);
     return 1;
@@ -80,13 +97,13 @@ export async function runCli(argv: string[]): Promise<number> {
   const passwords = new PasswordHasher({ concurrency: 1, maxWaiting: 10 });
   let pool: IngestionPool | undefined;
   let embeddings: ReturnType<typeof embedderFromConfig>;
-  const print = (line: string) => { process.stdout.write(`${line}\n`); };
   try {
     const code = await command.run({
       directory: new DirectoryService(store, passwords),
       members: new MemberService(store),
       readPassword: () => readPassword(),
       print,
+      copyStore,
       importFolder: (req) => {
         // The command's own workers, with the server's limits (PARLEY_INGEST_WORKERS, _TIMEOUT_MS, _MEMORY_MB).
         pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, idleMs: 1000 });

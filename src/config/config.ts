@@ -135,6 +135,8 @@ export interface Config {
    * `overloaded`); `serverSelectionTimeoutMS` the longest wait for a server (start-up fails after it).
    */
   mongodb: { uri: string; maxPoolSize: number; waitQueueTimeoutMS: number; serverSelectionTimeoutMS: number } | undefined;
+  /** The MongoDB client settings above without the URI, set whether or not the store is MongoDB (`store copy` uses them). */
+  mongodbClient: { maxPoolSize: number; waitQueueTimeoutMS: number; serverSelectionTimeoutMS: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Cap on a JSON request body, bytes (413 body_too_large past it). */
   bodyLimitBytes: number;
@@ -279,6 +281,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mongodb: e.PARLEY_MONGODB_URI === undefined ? undefined : {
       uri: e.PARLEY_MONGODB_URI, maxPoolSize: e.PARLEY_MONGODB_MAX_POOL_SIZE,
       waitQueueTimeoutMS: e.PARLEY_MONGODB_WAIT_QUEUE_TIMEOUT_MS, serverSelectionTimeoutMS: e.PARLEY_MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+    },
+    mongodbClient: {
+      maxPoolSize: e.PARLEY_MONGODB_MAX_POOL_SIZE, waitQueueTimeoutMS: e.PARLEY_MONGODB_WAIT_QUEUE_TIMEOUT_MS,
+      serverSelectionTimeoutMS: e.PARLEY_MONGODB_SERVER_SELECTION_TIMEOUT_MS,
     },
     logLevel: e.PARLEY_LOG_LEVEL,
     bodyLimitBytes: e.PARLEY_BODY_LIMIT_BYTES,
