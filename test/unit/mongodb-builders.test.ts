@@ -53,7 +53,7 @@ describe('leases', () => {
     expect(acquiredOutcome(lease, A, T2, T2 + 'x')).toEqual({
       acquired: true, lease: { ...lease, owner_id: 'proc_a', owner_url: 'http://a', fence: 5, expires_at: T2 + 'x' }, took_over_from: { owner_id: 'proc_b', fence: 4 },
     });
-    expect(acquiredOutcome({ ...lease, released: true }, A, T0, T2).took_over_from).toBeNull();
+    expect(acquiredOutcome({ ...lease, released: true }, A, T0, T2)).toMatchObject({ took_over_from: null });
     expect(acquiredOutcome({ ...lease, owner_id: 'proc_a', expires_at: T0 }, A, T0, T2)).toMatchObject({ lease: { fence: 5 }, took_over_from: { owner_id: 'proc_a', fence: 4 } });
     expect([isLive(lease, T0), isLive(lease, T1), isLive({ ...lease, released: true }, T0)]).toEqual([true, false, false]);
   });
