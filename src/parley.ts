@@ -118,6 +118,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const pool = new IngestionPool({ threads: config.ingestWorkers, timeoutMs: config.ingestTimeoutMs, memoryMb: config.ingestMemoryMb, nice: config.ingestNice, warmUpRounds: config.ingestWarmUpRounds, onError: (err) => logger.error({ err }, 'ingestion worker error') });
   metrics.watchIngestion(() => ({ threads: pool.threads, warmedUp: pool.warmedUp }));
   if (store.commits !== undefined) metrics.watchCommits(store.commits.bind(store));
+  if (store.pool !== undefined) metrics.watchPool(store.pool.bind(store));
   const outbox = new Outbox();
   const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder);
   // Ready (GET /readyz) once start-up recovery is done, and the first-start bootstrap when the caller runs one.

@@ -534,4 +534,17 @@ export interface Store {
    * level (`full` fsyncs the WAL at commit, `normal` does not). Exposed as `parley_sqlite_commits_total`.
    */
   commits?(): { full: number; normal: number };
+  /**
+   * MongoDB only: the connection pool of the main client since start (src/store/mongodb/pool-stats.ts):
+   * checkouts, the seconds they waited in all, and those that gave up after `waitQueueTimeoutMS`.
+   * Exposed as `parley_mongodb_pool_*` (docs/operations.md "What to monitor").
+   */
+  pool?(): PoolStats;
+}
+
+/** Connection checkouts since start (Store.pool). */
+export interface PoolStats {
+  checkouts: number;
+  waitSeconds: number;
+  timeouts: number;
 }

@@ -12,6 +12,7 @@ import { createKnowledge } from './knowledge.js';
 import { createLeases, createProcesses } from './leases.js';
 import { createMemberships } from './memberships.js';
 import { createOrganizations } from './organizations.js';
+import { watchPool } from './pool-stats.js';
 import { createRefreshTokens } from './refresh-tokens.js';
 import { collections, ensureIndexes } from './schema.js';
 import { createSigningKeys } from './signing-keys.js';
@@ -41,6 +42,7 @@ export interface MongoStoreOptions extends MongoConnectionOptions {
  */
 export async function createMongoStore(o: MongoStoreOptions): Promise<Store & { db: Db }> {
   const client = await connect(o);
+  const pool = watchPool(client);
   let streamClient: MongoClient | undefined;
   let feed: ChangeStreamFeed | undefined;
   try {
@@ -77,6 +79,7 @@ export async function createMongoStore(o: MongoStoreOptions): Promise<Store & { 
       async ping() {
         await db.command({ ping: 1 });
       },
+      pool,
       async close() {
         await started.close();
         await opened.close();
