@@ -7,15 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { describe, it } from 'vitest';
 import { describeCluster } from './cluster.suite.js';
+import { withDatabase } from '../helpers/mongodb.js';
 
 const uri = process.env.MONGODB_URI;
-
-/** `uri` with its path set to database `name` (its options kept). */
-export function withDatabase(base: string, name: string): string {
-  const m = /^(mongodb(?:\+srv)?:\/\/[^/?#]*)(?:\/[^?#]*)?(.*)$/i.exec(base);
-  if (m === null) throw new Error('MONGODB_URI is not a mongodb:// connection string');
-  return `${m[1]}/${name}${m[2]}`;
-}
 
 if (uri === undefined || uri === '') {
   describe('three processes on one MongoDB replica set', () => {
