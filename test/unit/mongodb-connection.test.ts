@@ -3,7 +3,8 @@
  * and database a URI names, the password never shown, and the refusal of a standalone server.
  */
 import { describe, expect, it } from 'vitest';
-import { clientOptions, databaseOf, hostsOf, topologyProblem, unreachableMessage, withoutPassword } from '../../src/store/mongodb/connection.js';
+import { clientOptions, connect, databaseOf, hostsOf, MongoStartupError, topologyProblem, unreachableMessage, withoutPassword } from '../../src/store/mongodb/connection.js';
+import { freePort } from '../helpers/main-process.js';
 
 describe('MongoDB connection', () => {
   it('client options: majority writes and reads on the primary, retries, the bounded pool and waits as given', () => {
@@ -52,5 +53,21 @@ describe('MongoDB connection', () => {
       + 'replica set (a single-member replica set will do: start mongod with --replSet rs0, run rs.initiate() once, and add ?replicaSet=rs0 to PARLEY_MONGODB_URI).',
     );
     expect(topologyProblem({ msg: 'other', setName: 5 }, 'h:1')).toContain('standalone');
+  });
+
+  it('connect to a closed port gives up after the selection timeout with a MongoStartupError naming the host, not the password', async () => {
+    const port = await freePort();
+    const err = await connect({ uri: `mongodb://u:Secr3tPw@127.0.0.1:${port}/db`, maxPoolSize: 1, waitQueueTimeoutMS: 100, serverSelectionTimeoutMS: 150 }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(MongoStartupError);
+    expect((err as Error).message).toMatch(new RegExp(`^Could not connect to MongoDB at 127\\.0\\.0\\.1:${port} \\(server selection timeout 150 ms\\): .*ECONNREFUSED`));
+    expect((err as Error).message).not.toContain('Secr3tPw');
+    expect((err as Error).name).toBe('MongoStartupError');
+  });
+
+  it('connect refuses a connection string the driver cannot parse, without echoing its password', async () => {
+    const err = await connect({ uri: 'mongodb://u:Secr3tPw@h:notaport/db', maxPoolSize: 1, waitQueueTimeoutMS: 100, serverSelectionTimeoutMS: 150 }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(MongoStartupError);
+    expect((err as Error).message).toMatch(/^PARLEY_MONGODB_URI is not a valid MongoDB connection string \(h:notaport\): /);
+    expect((err as Error).message).not.toContain('Secr3tPw');
   });
 });
