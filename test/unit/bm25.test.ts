@@ -17,6 +17,7 @@ describe('bm25 (application)', () => {
   it('idf is ln((N - n + 0.5) / (n + 0.5)), and 1e-6 when that is not positive (FTS5)', () => {
     expect(idf(10, 2)).toBeCloseTo(1.2237754316, 9);
     expect(idf(10, 9)).toBe(1e-6);
+    expect(idf(10, 5)).toBe(1e-6);
     expect(idf(10, 0)).toBeCloseTo(3.0445224377, 9);
   });
 
@@ -27,6 +28,8 @@ describe('bm25 (application)', () => {
     // title (weight 4) + body (1): f = 5, D = 3; "hops" in 9 of 10 rows adds 1e-6-weighted.
     expect(bm25({ title: 'Kangaroo', heading: '', body: 'kangaroo hops' }, ['kangaroo', 'hop'], corpus)).toBeCloseTo(2.3050576593, 9);
     expect(bm25({ title: 'x', heading: '', body: 'y' }, ['kangaroo'], corpus)).toBe(0);
+    // An empty corpus (mean length 0) normalises against 1 instead of dividing by 0.
+    expect(bm25({ title: '', heading: '', body: 'kangaroo' }, ['kangaroo'], { ...corpus, avgLength: 0 })).toBeCloseTo(1.2237754316 * 2.2 / (1 + 1.2 * (0.25 + 0.75)), 9);
   });
 
   it('rank keeps scored chunks only, best first, ties in the order given, at most k, rounded to 3 decimals', () => {
@@ -35,6 +38,8 @@ describe('bm25 (application)', () => {
     const ranked = rank([c('cat'), c('owl owl owl'), c('an owl'), c('one owl')], ['owl'], corpus, 5);
     expect(ranked.map((r) => r.item.body)).toEqual(['owl owl owl', 'an owl', 'one owl']);
     expect(ranked.map((r) => r.score)).toEqual([1.923, 1.417, 1.417]);
+    const tied = [c('owl 1'), c('owl 2'), c('owl 3'), c('owl 4')];
+    expect(rank(tied, ['owl'], corpus, 4).map((r) => r.item)).toEqual(tied);
     expect(rank([c('owl'), c('owl')], ['owl'], corpus, 1)).toHaveLength(1);
     expect(rank([c('owl')], ['owl'], corpus, 0)).toEqual([]);
   });

@@ -35,6 +35,9 @@ describe('store copy row mapping', () => {
     });
     expect(documentToRow(table('agents'), doc)).toEqual(row);
     expect(rowToDocument(table('agents'), { ...row, published: 0 }).published).toBe(false);
+    // A field a row or a document lacks is left out (the insert stores NULL), not written as undefined.
+    expect(rowToDocument(table('agents'), { ...row, description: undefined })).not.toHaveProperty('description');
+    expect(documentToRow(table('agents'), { ...doc, description: undefined })).not.toHaveProperty('description');
   });
 
   it('a key of several columns joins them into _id and keeps them as fields', () => {
@@ -60,6 +63,9 @@ describe('store copy row mapping', () => {
     expect(documentToRow(table('conversations'), { ...conv, message_seq: 9 })).not.toHaveProperty('message_seq');
     const ticket = rowToDocument(table('socket_tickets'), { ticket_hash: 'h', user_id: 'u', org_id: 'o', session_id: null, created_at: 'c', expires_at: '2025-01-01T00:01:00.000Z', used_at: null });
     expect(ticket).toMatchObject({ _id: 'h', expire_at: new Date('2025-01-01T00:01:00.000Z') });
+    const token = rowToDocument(table('refresh_tokens'), { token_hash: 'rt', family_id: 'fam_1', created_at: 'c', expires_at: '2025-01-02T00:00:00.000Z', used_at: null });
+    expect(token).toEqual({ _id: 'rt', family_id: 'fam_1', created_at: 'c', expires_at: '2025-01-02T00:00:00.000Z', used_at: null, expire_at: new Date('2025-01-02T00:00:00.000Z') });
+    expect(documentToRow(table('refresh_tokens'), token)).toEqual({ token_hash: 'rt', family_id: 'fam_1', created_at: 'c', expires_at: '2025-01-02T00:00:00.000Z', used_at: null });
   });
 
   it('a chunk: rowid dropped, its length in tokens, not ready until the copy marks it, its embedding as a float32 vector and back', () => {

@@ -22,6 +22,7 @@ describe('MongoDB connection', () => {
     expect(hostsOf('MONGODB://h')).toBe('h');
     expect(hostsOf('postgres://h/db')).toBe('(unparsable MongoDB URI)');
     expect(hostsOf('mongodb:///db')).toBe('(unparsable MongoDB URI)');
+    expect(hostsOf('see mongodb://h')).toBe('(unparsable MongoDB URI)');
   });
 
   it('databaseOf reads the path, undefined when there is none', () => {
@@ -36,6 +37,11 @@ describe('MongoDB connection', () => {
     expect(withoutPassword('auth p%40ss%2Fw0rd failed for p@ss/w0rd', uri)).toBe('auth *** failed for ***');
     expect(withoutPassword('nothing secret', 'mongodb://h/db')).toBe('nothing secret');
     expect(withoutPassword('user parley', 'mongodb://parley@h/db')).toBe('user parley');
+    expect(withoutPassword('user parley', 'mongodb://parley:@h/db')).toBe('user parley');
+    // A password that is not valid percent-encoding is hidden as written.
+    expect(withoutPassword('bad %zz here', 'mongodb://u:%zz@h/db')).toBe('bad *** here');
+    expect(withoutPassword('plain pw', 'mongodb://u:pw@h/db')).toBe('plain ***');
+    expect(withoutPassword('pw', 'see mongodb://u:pw@h/db')).toBe('pw');
   });
 
   it('the unreachable message names the hosts, the timeout and the cause, never the password', () => {

@@ -32,9 +32,10 @@ export function rowToDocument(t: CopiedTable, row: CopyRow): Document {
   const doc: Document = { _id: idOf(t, row) };
   for (const [col, value] of Object.entries(row)) {
     if (value === undefined || (t.key.length === 1 && col === t.key[0])) continue;
-    if (t.json?.includes(col)) doc[col] = value === null ? null : JSON.parse(String(value));
-    else if (t.bool?.includes(col)) doc[col] = value === 1 || value === 1n;
-    else doc[col] = typeof value === 'bigint' ? Number(value) : value;
+    // A NULL JSON column parses as null ('null').
+    if (t.json?.includes(col)) doc[col] = JSON.parse(String(value));
+    else if (t.bool?.includes(col)) doc[col] = value === 1;
+    else doc[col] = value;
   }
   switch (t.name) {
     case 'refresh_families': doc.expire_at = new Date(String(row.absolute_expires_at)); break;

@@ -55,4 +55,4 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
 ];
 
 /** A row as it travels: column name -> value. */
-export type CopyRow = Record<string, string | number | bigint | Uint8Array | null | undefined>;
+export type CopyRow = Record<string, string | number | Uint8Array | null | undefined>;

@@ -86,7 +86,6 @@ export function bm25(chunk: Scored, qterms: readonly string[], corpus: Bm25Corpu
   let score = 0;
   for (const t of qterms) {
     const f = counts.get(t) ?? 0;
-    if (f === 0) continue;
     score += (idf(corpus.rows, corpus.docFreq.get(t) ?? 0) * f * (K1 + 1)) / (f + norm);
   }
   return score;

@@ -49,20 +49,22 @@ export function hostsOf(uri: string): string {
   return m === null || m[1] === '' ? '(unparsable MongoDB URI)' : m[1]!;
 }
 
-/** The password of a connection string, decoded, or undefined when it has none. */
-function passwordOf(uri: string): string | undefined {
-  const m = /^mongodb(?:\+srv)?:\/\/[^:@/?#]*:([^@/?#]*)@/i.exec(uri);
-  if (m === null || m[1] === '') return undefined;
-  try { return decodeURIComponent(m[1]!); } catch { return m[1]; }
+/** The password of a connection string as written and, when that differs, decoded; none when it has none. */
+function passwordsOf(uri: string): string[] {
+  const raw = /^mongodb(?:\+srv)?:\/\/[^:@/?#]*:([^@/?#]+)@/i.exec(uri)?.[1];
+  if (raw === undefined) return [];
+  try {
+    const decoded = decodeURIComponent(raw);
+    return decoded === raw ? [raw] : [raw, decoded];
+  } catch {
+    return [raw];
+  }
 }
 
 /** `text` with every occurrence of the URI's password (as written and decoded) replaced by `***`. */
 export function withoutPassword(text: string, uri: string): string {
-  const raw = /^mongodb(?:\+srv)?:\/\/[^:@/?#]*:([^@/?#]*)@/i.exec(uri)?.[1];
   let out = text;
-  for (const secret of [raw, passwordOf(uri)]) {
-    if (secret !== undefined && secret !== '') out = out.split(secret).join('***');
-  }
+  for (const secret of passwordsOf(uri)) out = out.split(secret).join('***');
   return out;
 }
 

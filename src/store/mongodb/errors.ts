@@ -44,7 +44,8 @@ export function mapErrorsOf<T extends object>(port: T): T {
   for (let o: object | null = port; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
     for (const name of Object.getOwnPropertyNames(o)) {
       const value = Object.getOwnPropertyDescriptor(o, name)?.value as unknown;
-      if (name === 'constructor' || name in out || typeof value !== 'function') continue;
+      // `in` also skips what every object has (`constructor`, `toString`, ...) and names a subclass already gave.
+      if (name in out || typeof value !== 'function') continue;
       out[name] = (...args: unknown[]) => {
         let result: unknown;
         try {
