@@ -1,8 +1,8 @@
 /**
  * The commands of the `parley` command line (`npm run parley -- <group> <action> [options]`): what each
- * takes and does. They work on the data directory of PARLEY_DATA_DIR through the same services the
- * server uses, while the server may be running (SQLite WAL: the server keeps serving; writes wait for one
- * another). src/cli/main.ts parses argv and runs them.
+ * takes and does. They work on the store of PARLEY_MONGODB_URI, else on the data directory of
+ * PARLEY_DATA_DIR, through the same services the server uses, while the server may be running (SQLite WAL:
+ * the server keeps serving; writes wait for one another). src/cli/main.ts parses argv and runs them.
  */
 import { AppError } from '../errors/app-error.js';
 import type { DirectoryService } from '../runtime/services/directory.js';

@@ -1,7 +1,8 @@
 /**
  * `npm run parley -- <group> <action> [--option value ...]`: the self-hoster's command line for
- * organizations, persons, members, the token signing key and folder imports into knowledge bases
- * (commands in src/cli/commands.ts). Options
+ * organizations, persons, members, the token signing key, folder imports into knowledge bases and store
+ * copies (commands in src/cli/commands.ts), on the store the configuration selects (src/store/create-store.ts:
+ * PARLEY_MONGODB_URI, else SQLite in PARLEY_DATA_DIR); `store copy` opens the stores it names instead. Options
  * are parsed with node:util parseArgs (strict: unknown options are refused). Passwords are never taken
  * from argv. Exit codes: 0 done, 1 refused (or a document failed to import), 2 bad input.
  */
