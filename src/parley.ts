@@ -39,7 +39,7 @@ import { HealthService } from './runtime/services/health.js';
 import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
 import type { Store } from './store/ports.js';
 import { withApiKeyCache } from './store/cached-api-keys.js';
-import { createSqliteStore } from './store/sqlite/sqlite-store.js';
+import { createStore } from './store/create-store.js';
 import { exposedPaths, fixModesCommand } from './store/sqlite/data-dir.js';
 import { createDispatcher } from './transport/http/dispatch.js';
 import { Router } from './transport/http/router.js';
@@ -105,8 +105,8 @@ export interface Parley {
 export async function startParley(config: Readonly<Config>, opts: { logger?: Logger; store?: Store; deferReady?: boolean } = {}): Promise<Parley> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   // API-key lookups (one per API-key request) are cached; revocations through this instance apply at once.
-  const store = withApiKeyCache(opts.store ?? createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: config.sqliteWriter, reader: config.sqliteReader }));
-  if (opts.store === undefined) warnIfDataExposed(config.dataDir, logger);
+  const store = withApiKeyCache(opts.store ?? await createStore(config, { user: 'server', logger }));
+  if (opts.store === undefined && config.mongodb === undefined) warnIfDataExposed(config.dataDir, logger);
   const metrics = new Metrics();
   const bus = new EventBus((err, event) => logger.error({ err, event: event.type }, 'event listener failed'));
   const tokens = createWorkerTokenCounter();
@@ -123,6 +123,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   });
   metrics.watchIngestion(() => ({ threads: pool.processes, warmedUp: pool.warmedUp }));
   if (store.commits !== undefined) metrics.watchCommits(store.commits.bind(store));
+  if (store.pool !== undefined) metrics.watchPool(store.pool.bind(store));
   const outbox = new Outbox();
   // Ready (GET /readyz) once start-up recovery is done, and the first-start bootstrap when the caller runs one.
   let started = false;

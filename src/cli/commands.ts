@@ -1,8 +1,8 @@
 /**
  * The commands of the `parley` command line (`npm run parley -- <group> <action> [options]`): what each
- * takes and does. They work on the data directory of PARLEY_DATA_DIR through the same services the
- * server uses, while the server may be running (SQLite WAL: the server keeps serving; writes wait for one
- * another). src/cli/main.ts parses argv and runs them.
+ * takes and does. They work on the store of PARLEY_MONGODB_URI, else on the data directory of
+ * PARLEY_DATA_DIR, through the same services the server uses, while the server may be running (SQLite WAL:
+ * the server keeps serving; writes wait for one another). src/cli/main.ts parses argv and runs them.
  */
 import { AppError } from '../errors/app-error.js';
 import type { DirectoryService } from '../runtime/services/directory.js';
@@ -20,6 +20,8 @@ export interface CliContext {
   print(line: string): void;
   /** Imports a folder into a knowledge base (src/cli/kb-import.ts), in ingestion workers started for it. */
   importFolder(req: ImportRequest): Promise<ImportSummary>;
+  /** Copies a store into another (src/cli/store-copy.ts); resolves with the exit code. */
+  copyStore(req: { from: string; to: string; force: boolean }): Promise<number>;
 }
 
 /** A usage error: exit code 2 with the message and the command's usage. */
@@ -37,6 +39,8 @@ export interface Command {
   optional?: readonly string[];
   flags?: readonly string[];
   positionals?: readonly string[];
+  /** The command opens the stores it names itself: the configured store is not opened for it. */
+  standalone?: boolean;
   run(ctx: CliContext, opts: Record<string, string>): Promise<number | void>;
 }
 
@@ -121,6 +125,17 @@ export const COMMANDS: Record<string, Command> = {
     async run(ctx, o) {
       const summary = await ctx.importFolder({ folder: o.folder!, kb: o.kb!, ...(o.org ? { org: o.org } : {}), create: o.create === 'true' });
       return summary.failed.length > 0 ? 1 : 0;
+    },
+  },
+  'store copy': {
+    usage: 'store copy --from <data dir | mongodb URI> --to <data dir | mongodb URI> [--force]',
+    summary: 'Copy a whole store into another (SQLite or MongoDB, either way; a consistent snapshot of a running server), with a progress bar; '
+      + 'refuses a target that holds data unless --force; checks the rows of every table at the end (exit 1 when they differ).',
+    options: ['from', 'to'],
+    flags: ['force'],
+    standalone: true,
+    async run(ctx, o) {
+      return ctx.copyStore({ from: o.from!, to: o.to!, force: o.force === 'true' });
     },
   },
   'keys rotate-signing': {

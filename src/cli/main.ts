@@ -1,7 +1,8 @@
 /**
  * `npm run parley -- <group> <action> [--option value ...]`: the self-hoster's command line for
- * organizations, persons, members, the token signing key and folder imports into knowledge bases
- * (commands in src/cli/commands.ts). Options
+ * organizations, persons, members, the token signing key, folder imports into knowledge bases and store
+ * copies (commands in src/cli/commands.ts), on the store the configuration selects (src/store/create-store.ts:
+ * PARLEY_MONGODB_URI, else SQLite in PARLEY_DATA_DIR); `store copy` opens the stores it names instead. Options
  * are parsed with node:util parseArgs (strict: unknown options are refused). Passwords are never taken
  * from argv. Exit codes: 0 done, 1 refused (or a document failed to import), 2 bad input.
  */
@@ -13,7 +14,7 @@ import { loadConfig } from '../config/config.js';
 import { AppError } from '../errors/app-error.js';
 import { DirectoryService } from '../runtime/services/directory.js';
 import { MemberService } from '../runtime/services/members.js';
-import { createSqliteStore } from '../store/sqlite/sqlite-store.js';
+import { createStore } from '../store/create-store.js';
 import { EventBus } from '../events/event-bus.js';
 import { IngestionPool } from '../knowledge/ingestion-pool.js';
 import { KnowledgeService } from '../knowledge/knowledge-service.js';
@@ -22,6 +23,9 @@ import { createLogger } from '../log/logger.js';
 import { COMMANDS, exitCodeOf, usage, UsageError } from './commands.js';
 import { ImportUsageError, importFolder } from './kb-import.js';
 import { PasswordInputError, readPassword } from './password-input.js';
+import { runStoreCopy } from './store-copy.js';
+import { CopyRefused } from '../store/copy/copy-side.js';
+import { MongoStartupError } from '../store/mongodb/connection.js';
 
 /** Runs the command line with `argv` (without node and the script); resolves with the exit code. */
 export async function runCli(argv: string[]): Promise<number> {
@@ -66,21 +70,41 @@ export async function runCli(argv: string[]): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
   }
-  if (!existsSync(join(config.dataDir, 'parley.db'))) {
+  const print = (line: string) => { process.stdout.write(`${line}\n`); };
+  const copyStore = (req: { from: string; to: string; force: boolean }) =>
+    runStoreCopy(req, { mongodb: config.mongodbClient, progress: process.stderr, print });
+  if (command.standalone) {
+    const unavailable = (): never => { throw new Error(`"${name}" works without the configured store`); };
+    try {
+      return (await command.run({
+        directory: undefined as never, members: undefined as never, readPassword: unavailable, print, importFolder: unavailable, copyStore,
+      }, opts)) ?? 0;
+    } catch (err) {
+      process.stderr.write(`${err instanceof CopyRefused || err instanceof MongoStartupError ? err.message : `Failed: ${err instanceof Error ? err.message : String(err)}`}\n`);
+      return 1;
+    }
+  }
+  if (config.mongodb === undefined && !existsSync(join(config.dataDir, 'parley.db'))) {
     process.stderr.write(`No Parley data in ${config.dataDir} (no parley.db). Start the server once with this PARLEY_DATA_DIR, or set PARLEY_DATA_DIR to the server's data directory.\n`);
     return 1;
   }
-  const store = createSqliteStore(config.dataDir, { sync: config.sqliteSynchronous, writer: 'main' });
+  let store;
+  try {
+    store = await createStore(config, { user: 'cli' });
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
   const passwords = new PasswordHasher({ concurrency: 1, maxWaiting: 10 });
   let pool: IngestionPool | undefined;
   let embeddings: ReturnType<typeof embedderFromConfig>;
-  const print = (line: string) => { process.stdout.write(`${line}\n`); };
   try {
     const code = await command.run({
       directory: new DirectoryService(store, passwords),
       members: new MemberService(store),
       readPassword: () => readPassword(),
       print,
+      copyStore,
       importFolder: (req) => {
         // The command's own parser processes, with the server's limits (PARLEY_INGEST_WORKERS, _TIMEOUT_MS, _MEMORY_MB, _MAX_EXPANDED_BYTES);
         // no per-organization bound: the import holds at most a few documents in flight itself.

@@ -20,6 +20,10 @@ const EnvSchema = z.object({
   PARLEY_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('full'),
   PARLEY_SQLITE_WRITER: z.enum(['worker', 'main']).default('worker'),
   PARLEY_SQLITE_READER: z.enum(['worker', 'main']).default('worker'),
+  PARLEY_MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\/[^/?#]+/i, 'must be a mongodb:// or mongodb+srv:// connection string').optional(),
+  PARLEY_MONGODB_MAX_POOL_SIZE: int(64, 1, 10_000),
+  PARLEY_MONGODB_WAIT_QUEUE_TIMEOUT_MS: int(1000, 1, 600_000),
+  PARLEY_MONGODB_SERVER_SELECTION_TIMEOUT_MS: int(10_000, 100, 600_000),
   PARLEY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PARLEY_BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
   PARLEY_DOCUMENT_LIMIT_BYTES: int(10 * 1024 * 1024, 1024),
@@ -106,6 +110,12 @@ function defaultHashConcurrency(): number {
   return Math.min(2, Math.max(1, availableParallelism() - 1));
 }
 
+/**
+ * The largest upload PARLEY_DOCUMENT_LIMIT_BYTES may allow with MongoDB, bytes (15 MiB): the upload is
+ * stored in one document, and a BSON document holds at most 16 MiB (the rest is room for its fields).
+ */
+export const MONGODB_MAX_DOCUMENT_BYTES = 15 * 1024 * 1024;
+
 /** The window the sign-in failure limits count over, ms (15 minutes). */
 export const LOGIN_WINDOW_MS = 15 * 60_000;
 
@@ -126,6 +136,15 @@ export interface Config {
   sqliteWriter: 'worker' | 'main';
   /** Where knowledge searches run: a reader thread (`worker`) or the main thread's connection (`main`). */
   sqliteReader: 'worker' | 'main';
+  /**
+   * The MongoDB store (PARLEY_MONGODB_URI; docs/operations.md "MongoDB"), or undefined: SQLite in `dataDir`.
+   * `uri` a replica set's connection string (it may hold a password: never log it); `maxPoolSize`
+   * connections per process to each server; `waitQueueTimeoutMS` the longest wait for one (then 503
+   * `overloaded`); `serverSelectionTimeoutMS` the longest wait for a server (start-up fails after it).
+   */
+  mongodb: { uri: string; maxPoolSize: number; waitQueueTimeoutMS: number; serverSelectionTimeoutMS: number } | undefined;
+  /** The MongoDB client settings above without the URI, set whether or not the store is MongoDB (`store copy` uses them). */
+  mongodbClient: { maxPoolSize: number; waitQueueTimeoutMS: number; serverSelectionTimeoutMS: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Cap on a JSON request body, bytes (413 body_too_large past it). */
   bodyLimitBytes: number;
@@ -285,6 +304,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.PARLEY_EMBEDDINGS_MODEL !== undefined && e.PARLEY_OPENAI_BASE_URL === undefined) {
     throw new Error('Invalid configuration:\n  PARLEY_EMBEDDINGS_MODEL: needs PARLEY_OPENAI_BASE_URL (embeddings come from the OpenAI-compatible provider)');
   }
+  if (e.PARLEY_MONGODB_URI !== undefined && e.PARLEY_DOCUMENT_LIMIT_BYTES > MONGODB_MAX_DOCUMENT_BYTES) {
+    throw new Error(`Invalid configuration:\n  PARLEY_DOCUMENT_LIMIT_BYTES: at most ${MONGODB_MAX_DOCUMENT_BYTES} with PARLEY_MONGODB_URI (an upload is kept in one MongoDB document, and a document holds at most 16 MiB)`);
+  }
   return Object.freeze({
     host: e.PARLEY_HOST,
     port: e.PARLEY_PORT,
@@ -292,6 +314,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sqliteSynchronous: e.PARLEY_SQLITE_SYNCHRONOUS === 'full' ? 'FULL' : 'NORMAL',
     sqliteWriter: e.PARLEY_SQLITE_WRITER,
     sqliteReader: e.PARLEY_SQLITE_READER,
+    mongodb: e.PARLEY_MONGODB_URI === undefined ? undefined : {
+      uri: e.PARLEY_MONGODB_URI, maxPoolSize: e.PARLEY_MONGODB_MAX_POOL_SIZE,
+      waitQueueTimeoutMS: e.PARLEY_MONGODB_WAIT_QUEUE_TIMEOUT_MS, serverSelectionTimeoutMS: e.PARLEY_MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+    },
+    mongodbClient: {
+      maxPoolSize: e.PARLEY_MONGODB_MAX_POOL_SIZE, waitQueueTimeoutMS: e.PARLEY_MONGODB_WAIT_QUEUE_TIMEOUT_MS,
+      serverSelectionTimeoutMS: e.PARLEY_MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+    },
     logLevel: e.PARLEY_LOG_LEVEL,
     bodyLimitBytes: e.PARLEY_BODY_LIMIT_BYTES,
     documentLimitBytes: e.PARLEY_DOCUMENT_LIMIT_BYTES,

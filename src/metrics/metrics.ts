@@ -90,6 +90,17 @@ export class Metrics {
     collect: () => this.collectCommits(),
   });
   #commits: (() => { full: number; normal: number }) | undefined;
+  /**
+   * The MongoDB store's connection pool (Store.pool): checkouts, the seconds they waited in all, and those
+   * that gave up after PARLEY_MONGODB_WAIT_QUEUE_TIMEOUT_MS (the request then got 503 overloaded). Read at
+   * each scrape from the source given to {@link watchPool}; absent with SQLite.
+   */
+  readonly mongoPool = new Counter({
+    name: 'parley_mongodb_pool_checkouts_total', help: 'MongoDB connection checkouts, and the seconds they waited',
+    labelNames: ['measure'], registers: [this.registry],
+    collect: () => this.collectPool(),
+  });
+  #pool: (() => { checkouts: number; waitSeconds: number; timeouts: number }) | undefined;
   /** The event-loop delay sampler, shared with admission control (its `lagMs`). */
   readonly loop: LoopDelaySampler;
 
@@ -124,6 +135,20 @@ export class Metrics {
   /** Makes `parley_sqlite_commits_total` read `source` (the store's `commits()`, monotonic counts) at each scrape. */
   watchCommits(source: () => { full: number; normal: number }): void {
     this.#commits = source;
+  }
+
+  /** Makes `parley_mongodb_pool_checkouts_total` read `source` (the store's `pool()`, monotonic) at each scrape. */
+  watchPool(source: () => { checkouts: number; waitSeconds: number; timeouts: number }): void {
+    this.#pool = source;
+  }
+
+  private collectPool(): void {
+    if (this.#pool === undefined) return;
+    const { checkouts, waitSeconds, timeouts } = this.#pool();
+    this.mongoPool.reset();
+    this.mongoPool.inc({ measure: 'checkouts' }, checkouts);
+    this.mongoPool.inc({ measure: 'wait_seconds' }, waitSeconds);
+    this.mongoPool.inc({ measure: 'timeouts' }, timeouts);
   }
 
   private collectCommits(): void {

@@ -501,6 +501,13 @@ export interface ToolRunsPort {
  * revoked, a sign-in ended, an agent unpublished, ...) record its entry themselves, in the same commit; a
  * process follows the feed from `head()` with `read` (src/runtime/feed-follower.ts) and drops what the
  * change made stale: cached access checks, open sockets, cached agents and endpoints.
+ *
+ * Entries are numbered by `seq`, dense and in commit order as this process sees them: a number missing
+ * between two entries read means entries were lost to this process (pruned before it read them, or, on
+ * MongoDB, a change stream that lost its place in the oplog), and the follower drops its caches. An entry
+ * is readable once the adapter has it: at once on SQLite (a read of the table), shortly after the commit
+ * on MongoDB (whose entries reach each process through its change stream, numbered by that process:
+ * src/store/mongodb/feed.ts).
  */
 export interface FeedPort {
   /** The `seq` of the newest entry ever written (0 when none): follow from here to see only what comes next. */
@@ -512,8 +519,9 @@ export interface FeedPort {
   /** Deletes entries written before `before`; how many. */
   prune(before: string): Promise<number>;
   /**
-   * Calls `listener` after each commit of this process that wrote feed entries, so this process's own
-   * changes take effect at once instead of at the next poll; returns the function that removes it.
+   * Calls `listener` once for each commit of this process that wrote feed entries, once they are readable,
+   * so this process's own changes take effect at once instead of at the next poll (MongoDB calls it for
+   * every commit its change stream delivers, other processes' too); returns the function that removes it.
    */
   onAppend(listener: () => void): () => void;
 }
@@ -595,4 +603,17 @@ export interface Store {
    * level (`full` fsyncs the WAL at commit, `normal` does not). Exposed as `parley_sqlite_commits_total`.
    */
   commits?(): { full: number; normal: number };
+  /**
+   * MongoDB only: the connection pool of the main client since start (src/store/mongodb/pool-stats.ts):
+   * checkouts, the seconds they waited in all, and those that gave up after `waitQueueTimeoutMS`.
+   * Exposed as `parley_mongodb_pool_*` (docs/operations.md "What to monitor").
+   */
+  pool?(): PoolStats;
+}
+
+/** Connection checkouts since start (Store.pool). */
+export interface PoolStats {
+  checkouts: number;
+  waitSeconds: number;
+  timeouts: number;
 }

@@ -8,7 +8,7 @@
  * Rules of this file: expected values are literals (ids below are fixed and sort in the order the names
  * say), no assertion sits inside an `if`, and nothing depends on wall-clock time.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../src/errors/app-error.js';
 import type { Store } from '../../src/store/ports.js';
 import type {
@@ -844,6 +844,13 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         });
       });
 
+      it('a failed document stored again (completeDocument) loses its error and its code', async () => {
+        await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'x');
+        await store.knowledge.failDocument('doc_1', { code: 'ingestion_timeout', message: 'took too long' }, T1);
+        expect(await store.knowledge.completeDocument('doc_1', [chunk(0, 'one')], T2)).toBe(true);
+        expect(await store.knowledge.getDocument(ORG_A, 'kb_1', 'doc_1')).toMatchObject({ status: 'ready', error: null, error_code: null, chunk_count: 1 });
+      });
+
       it('completeDocument of a deleted or unknown document is false and stores nothing searchable', async () => {
         await store.knowledge.createDocument(doc('doc_1', 'kb_1'), 'x');
         expect(await store.knowledge.deleteDocument(ORG_A, 'kb_1', 'doc_1')).toBe(true);
@@ -1476,12 +1483,18 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
     describe('feed', () => {
       /** The entries after `after`, without their time (some writes stamp the feed with the time of the write). */
       const feedAfter = async (after: number) => (await store.feed.read(after, 100)).map(({ at: _at, seq: _seq, ...change }) => change);
+      /**
+       * Waits until `check` passes (FeedPort: an entry is readable once the adapter has it, which for MongoDB's
+       * change stream is shortly after the commit, for SQLite at once), at most 5 s; throws its last failure.
+       */
+      const eventually = (check: () => Promise<void> | void) => vi.waitFor(check, { timeout: 5000, interval: 20 });
 
       it('starts empty; append records changes in order, numbered upwards, and read pages them', async () => {
         expect(await store.feed.head()).toBe(0);
         expect(await store.feed.read(0, 10)).toEqual([]);
         await store.feed.append([{ kind: 'user', user_id: 'usr_1' }, { kind: 'webhooks', org_id: ORG_A }], T1);
         await store.feed.append([{ kind: 'member', org_id: ORG_B, user_id: 'usr_2' }], T2);
+        await eventually(async () => expect(await store.feed.read(0, 10)).toHaveLength(3));
         const all = await store.feed.read(0, 10);
         expect(all).toEqual([
           { kind: 'user', user_id: 'usr_1', seq: all[0]!.seq, at: T1 },
@@ -1489,8 +1502,8 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
           { kind: 'member', org_id: ORG_B, user_id: 'usr_2', seq: all[2]!.seq, at: T2 },
         ]);
         expect(all[0]!.seq).toBeGreaterThan(0);
-        expect(all[1]!.seq).toBeGreaterThan(all[0]!.seq);
-        expect(all[2]!.seq).toBeGreaterThan(all[1]!.seq);
+        expect(all[1]!.seq).toBe(all[0]!.seq + 1);
+        expect(all[2]!.seq).toBe(all[1]!.seq + 1);
         expect(await store.feed.head()).toBe(all[2]!.seq);
         expect((await store.feed.read(all[0]!.seq, 1)).map((e) => e.seq)).toEqual([all[1]!.seq]);
         expect(await store.feed.read(all[2]!.seq, 10)).toEqual([]);
@@ -1499,26 +1512,29 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
       it('prune drops entries written before a time; numbers are never reused', async () => {
         await store.feed.append([{ kind: 'user', user_id: 'usr_1' }], T1);
         await store.feed.append([{ kind: 'user', user_id: 'usr_2' }], T3);
+        await eventually(async () => expect(await store.feed.read(0, 10)).toHaveLength(2));
         const head = await store.feed.head();
         expect(await store.feed.prune(T2)).toBe(1);
         expect((await store.feed.read(0, 10)).map((e) => e.kind === 'user' && e.user_id)).toEqual(['usr_2']);
         expect(await store.feed.prune(T4)).toBe(1);
         expect(await store.feed.head()).toBe(head);
         await store.feed.append([{ kind: 'user', user_id: 'usr_3' }], T4);
-        expect((await store.feed.read(0, 10)).map((e) => e.seq)).toEqual([head + 1]);
+        await eventually(async () => expect((await store.feed.read(0, 10)).map((e) => e.seq)).toEqual([head + 1]));
       });
 
       it('tells this process of each commit that wrote entries', async () => {
         let calls = 0;
         const off = store.feed.onAppend(() => { calls++; });
         await store.feed.append([{ kind: 'user', user_id: 'usr_1' }], T1);
+        await eventually(() => expect(calls).toBe(1));
         await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
         await store.users.create(user('usr_1'));
-        expect(calls).toBe(1);
         await store.memberships.add({ org_id: ORG_A, user_id: 'usr_1', role: 'owner', created_at: T0 });
-        expect(calls).toBe(2);
+        await eventually(async () => expect(await store.feed.read(0, 10)).toHaveLength(2));
+        await eventually(() => expect(calls).toBe(2));
         off();
         await store.feed.append([{ kind: 'user', user_id: 'usr_1' }], T1);
+        await eventually(async () => expect(await store.feed.read(0, 10)).toHaveLength(3));
         expect(calls).toBe(2);
       });
 
@@ -1537,6 +1553,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.users.setPasswordHash('usr_missing', 'h', T2)).toBe(false);
         expect(await store.users.delete('usr_1')).toBe('last_owner');
         await store.users.delete('usr_2');
+        await eventually(async () => expect(await feedAfter(start)).toHaveLength(6));
         expect(await feedAfter(start)).toEqual([
           { kind: 'member', org_id: ORG_A, user_id: 'usr_1' },
           { kind: 'member', org_id: ORG_A, user_id: 'usr_2' },
@@ -1560,6 +1577,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.refreshTokens.rotate('rt-4', { token_hash: 'rt-4b', created_at: T1, expires_at: T4 }, T1);
         expect(await store.refreshTokens.rotate('rt-4', { token_hash: 'rt-4c', created_at: T1, expires_at: T4 }, T1)).toEqual({ status: 'reused', family_id: 'fam_4' });
         expect(await store.refreshTokens.revokeAllOf('usr_1', 'password', T2)).toBe(2);
+        await eventually(async () => expect(await feedAfter(start)).toHaveLength(4));
         const entries = await feedAfter(start);
         expect(entries.slice(0, 2)).toEqual([
           { kind: 'session', session_id: 'fam_1', user_id: 'usr_1' },
@@ -1591,6 +1609,7 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         await store.webhooks.disableEndpoint('whe_1', 'gone', T2);
         await store.webhooks.disableEndpoint('whe_1', 'gone', T2);
         await store.webhooks.deleteEndpoint(ORG_A, 'whe_1');
+        await eventually(async () => expect(await feedAfter(start)).toHaveLength(12));
         expect(await feedAfter(start)).toEqual([
           { kind: 'api_key', org_id: ORG_A, key_id: 'key_1' },
           { kind: 'api_key', org_id: ORG_A, key_id: 'key_2' },
@@ -1605,6 +1624,124 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
           { kind: 'webhooks', org_id: ORG_A },
           { kind: 'webhooks', org_id: ORG_A },
         ]);
+      });
+    });
+
+    describe('leases', () => {
+      const A = { id: 'proc_a', url: 'http://a.example' };
+      const B = { id: 'proc_b', url: 'http://b.example' };
+      /** Far in the future: a fenced write checks the lease against the writer's own clock. */
+      const LATER = '2999-01-01T00:00:00.000Z';
+      const lease = (owner: { id: string; url: string }, fence: number, expires_at: string, released = false) =>
+        ({ conversation_id: 'conv_1', owner_id: owner.id, owner_url: owner.url, fence, expires_at, released });
+
+      it('acquire: the first owner gets fence 1, a renewal keeps it, a live owner keeps others out, an expired lease goes to the next with fence + 1', async () => {
+        expect(await store.leases.get('conv_1')).toBeUndefined();
+        expect(await store.leases.acquire('conv_1', A, T0, T2)).toEqual({ acquired: true, lease: lease(A, 1, T2), took_over_from: null });
+        expect(await store.leases.acquire('conv_1', { ...A, url: 'http://a2.example' }, T1, T3))
+          .toEqual({ acquired: true, lease: lease({ ...A, url: 'http://a2.example' }, 1, T3), took_over_from: null });
+        expect(await store.leases.acquire('conv_1', B, T2, T4)).toEqual({ acquired: false, lease: lease({ ...A, url: 'http://a2.example' }, 1, T3) });
+        expect(await store.leases.acquire('conv_1', B, T3, T9)).toEqual({ acquired: true, lease: lease(B, 2, T9), took_over_from: { owner_id: 'proc_a', fence: 1 } });
+        expect(await store.leases.get('conv_1')).toEqual(lease(B, 2, T9));
+      });
+
+      it('a released lease is taken with nothing to recover; a dead owner\'s live lease is taken at once', async () => {
+        await store.leases.acquire('conv_1', A, T0, T9);
+        await store.leases.release('conv_1', { owner_id: 'proc_a', fence: 2 });
+        expect((await store.leases.get('conv_1'))?.released).toBe(false);
+        await store.leases.release('conv_1', { owner_id: 'proc_a', fence: 1 });
+        expect(await store.leases.acquire('conv_1', B, T1, T9)).toEqual({ acquired: true, lease: lease(B, 2, T9), took_over_from: null });
+        expect(await store.leases.acquire('conv_1', A, T2, T9, 'proc_x')).toMatchObject({ acquired: false });
+        expect(await store.leases.acquire('conv_1', A, T2, T9, 'proc_b')).toEqual({ acquired: true, lease: lease(A, 3, T9), took_over_from: { owner_id: 'proc_b', fence: 2 } });
+      });
+
+      it('two concurrent acquires of a free lease: exactly one wins', async () => {
+        const results = await Promise.all([store.leases.acquire('conv_1', A, T0, T9), store.leases.acquire('conv_1', B, T0, T9)]);
+        expect(results.map((r) => r.acquired).sort()).toEqual([false, true]);
+        const winner = results.find((r) => r.acquired)!.lease;
+        expect(results.find((r) => !r.acquired)!.lease).toEqual(winner);
+        expect(winner.fence).toBe(1);
+      });
+
+      it('renew extends the owner\'s live leases only; abandoned and heldBy find what a dead owner left', async () => {
+        for (const [id, until] of [['conv_1', T2], ['conv_2', T4], ['conv_3', T1]] as const) await store.leases.acquire(id, A, T0, until);
+        await store.leases.acquire('conv_9', B, T0, T4);
+        await store.leases.acquire('conv_r', A, T0, T4);
+        await store.leases.release('conv_r', { owner_id: 'proc_a', fence: 1 });
+        expect((await store.leases.renew('proc_a', T1, T9)).sort()).toEqual(['conv_1', 'conv_2']);
+        expect((await store.leases.get('conv_1'))?.expires_at).toBe(T9);
+        expect((await store.leases.get('conv_3'))?.expires_at).toBe(T1);
+        expect((await store.leases.get('conv_9'))?.expires_at).toBe(T4);
+        expect((await store.leases.abandoned(T4, 10)).map((l) => l.conversation_id)).toEqual(['conv_3', 'conv_9']);
+        expect((await store.leases.abandoned(T4, 1)).map((l) => l.conversation_id)).toEqual(['conv_3']);
+        expect((await store.leases.heldBy('proc_a', 10)).map((l) => l.conversation_id).sort()).toEqual(['conv_1', 'conv_2', 'conv_3']);
+        expect(await store.leases.heldBy('proc_z', 10)).toEqual([]);
+      });
+
+      it('a fenced write lands while its fence holds the lease and records its feed entry; a stale fence is refused with lease_lost and stores nothing', async () => {
+        await store.conversations.start(conversation('conv_1'), message('msg_1', 'conv_1', 'visitor', 'turn_1', 'Hello'), undefined, { lease: { owner: A, until: LATER } });
+        expect(await store.leases.get('conv_1')).toEqual(lease(A, 1, LATER));
+        const fence = { owner_id: 'proc_a', fence: 1 };
+        await store.conversations.appendMessage(message('msg_2', 'conv_1', 'agent', 'turn_1', 'Hi'), undefined, fence);
+        await store.conversations.setStatus('conv_1', 'handed_off', T2, undefined, fence);
+        await store.toolRuns.record({
+          id: 'tr_1', org_id: ORG_A, agent_id: 'agt_1', conversation_id: 'conv_1', turn_id: 'turn_1', tool_call_id: 'call_1', name: 'x', kind: 'builtin',
+          status: 'succeeded', http_status: null, error: null, duration_ms: 1, response_bytes: 1, created_at: T1,
+        }, undefined, fence);
+        // Another process takes the conversation over: the first owner's late writes are refused.
+        await store.leases.release('conv_1', fence);
+        expect((await store.leases.acquire('conv_1', B, T1, LATER)).acquired).toBe(true);
+        await expect(store.conversations.appendMessage(message('msg_3', 'conv_1', 'agent', 'turn_2', 'late'), [outboxEvent('evt_late', 'message.created')], fence))
+          .rejects.toMatchObject({ code: 'lease_lost' });
+        await expect(store.conversations.setStatus('conv_1', 'closed', T3, undefined, fence)).rejects.toMatchObject({ code: 'lease_lost' });
+        await expect(store.conversations.detachFromTurn('msg_1', { conversationId: 'conv_1', fence })).rejects.toMatchObject({ code: 'lease_lost' });
+        expect(await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 10 }).then(ids)).toEqual(['msg_1', 'msg_2']);
+        expect((await store.conversations.get(ORG_A, 'conv_1'))?.status).toBe('handed_off');
+        expect(await store.webhooks.getEvent(ORG_A, 'evt_late')).toBeUndefined();
+        expect((await store.conversations.listMessages(ORG_A, 'conv_1', { limit: 10 })).data[0]!.turn_id).toBe('turn_1');
+        await vi.waitFor(async () => expect(await store.feed.read(0, 100)).toHaveLength(4), { timeout: 5000, interval: 20 });
+        expect((await store.feed.read(0, 100)).map(({ seq: _s, at: _a, ...c }) => c)).toEqual([
+          { kind: 'conversation', org_id: ORG_A, conversation_id: 'conv_1', agent_id: 'agt_1', origin: 'proc_a' },
+          { kind: 'message', org_id: ORG_A, conversation_id: 'conv_1', message_id: 'msg_1', role: 'visitor', turn_id: 'turn_1', origin: 'proc_a' },
+          { kind: 'message', org_id: ORG_A, conversation_id: 'conv_1', message_id: 'msg_2', role: 'agent', turn_id: 'turn_1', origin: 'proc_a' },
+          { kind: 'status', org_id: ORG_A, conversation_id: 'conv_1', status: 'handed_off', origin: 'proc_a' },
+        ]);
+      });
+
+      it('failInterruptedTurns of one conversation, fenced: the taker stores the cut turn; a lost fence stores nothing', async () => {
+        await store.conversations.start(conversation('conv_1'), message('msg_1', 'conv_1', 'visitor', 'turn_1', 'cut'), undefined, { lease: { owner: A, until: T1 } });
+        await store.conversations.create(conversation('conv_2'));
+        await store.conversations.appendMessage(message('msg_9', 'conv_2', 'visitor', 'turn_9', 'elsewhere'));
+        const taken = await store.leases.acquire('conv_1', B, T2, LATER);
+        expect(taken).toMatchObject({ acquired: true, took_over_from: { owner_id: 'proc_a', fence: 1 } });
+        const err = { type: 'api_error', code: 'interrupted', message: 'cut' };
+        await expect(store.conversations.failInterruptedTurns(err, T3, undefined, { conversationId: 'conv_1', fence: { owner_id: 'proc_a', fence: 1 } }))
+          .rejects.toMatchObject({ code: 'lease_lost' });
+        const failed = await store.conversations.failInterruptedTurns(err, T3, undefined, { conversationId: 'conv_1', fence: { owner_id: 'proc_b', fence: 2 } });
+        expect(failed.map((f) => [f.conversation_id, f.turn_id])).toEqual([['conv_1', 'turn_1']]);
+        // conv_2 has no lease, but it is not this call's conversation; and a leased conversation is never "unleased".
+        expect((await store.conversations.listMessages(ORG_A, 'conv_2', { limit: 5 })).data).toHaveLength(1);
+        expect((await store.conversations.failInterruptedTurns(err, T3, undefined, 'unleased')).map((f) => f.conversation_id)).toEqual(['conv_2']);
+      });
+    });
+
+    describe('processes', () => {
+      it('registers, beats, drains and removes processes; the cluster secret is the first one stored', async () => {
+        await store.processes.register({ id: 'proc_b', url: 'http://b', started_at: T0, heartbeat_at: T0, draining_at: null });
+        await store.processes.register({ id: 'proc_a', url: 'http://a', started_at: T0, heartbeat_at: T0, draining_at: null });
+        expect(await store.processes.heartbeat('proc_a', T2)).toBe(true);
+        expect(await store.processes.heartbeat('proc_missing', T2)).toBe(false);
+        await store.processes.markDraining('proc_b', T3);
+        expect(await store.processes.list()).toEqual([
+          { id: 'proc_a', url: 'http://a', started_at: T0, heartbeat_at: T2, draining_at: null },
+          { id: 'proc_b', url: 'http://b', started_at: T0, heartbeat_at: T0, draining_at: T3 },
+        ]);
+        await store.processes.register({ id: 'proc_a', url: 'http://a2', started_at: T0, heartbeat_at: T4, draining_at: null });
+        await store.processes.remove('proc_b');
+        expect(await store.processes.list()).toEqual([{ id: 'proc_a', url: 'http://a2', started_at: T0, heartbeat_at: T4, draining_at: null }]);
+        const [first, second] = await Promise.all([store.processes.clusterSecret('secret-1'), store.processes.clusterSecret('secret-2')]);
+        expect(first).toBe(second);
+        expect(await store.processes.clusterSecret('secret-3')).toBe(first);
       });
     });
 

@@ -9,6 +9,8 @@ import { KnowledgeService } from '../../src/knowledge/knowledge-service.js';
 import { EventBus, type DomainEvent } from '../../src/events/event-bus.js';
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { DocumentRecord, KnowledgeBaseRecord } from '../../src/store/records.js';
+import { chunkLength as lengthOf, queryTerms as qtermsOf, rank as bm25Rank, terms as termsOf } from '../../src/store/mongodb/bm25.js';
+import { queryWords } from '../../src/store/search-terms.js';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const docsDir = path.join(projectRoot, 'docs');
@@ -148,5 +150,40 @@ describe.skipIf(!hasCorpus)('retrieval: Node.js API corpus questions', () => {
     const top = await topDocuments(question);
     console.log(`"${question}" -> ${top.join(', ')}`);
     expect(top.some((d) => expected.includes(d)), `top ${TOP_DOCS} for "${question}": ${top.join(', ')}`).toBe(true);
+  });
+});
+
+/**
+ * How close MongoDB's ranking is to SQLite's on the same chunks (docs/knowledge-bases.md "MongoDB"): the
+ * MongoDB store ranks `$text` candidates with BM25 computed in the application (src/store/mongodb/bm25.ts).
+ * Here every chunk containing a query term is a candidate (what `$text` would find with no limit) and the
+ * corpus statistics are those of all chunks, as FTS5's are; what is compared is the formula and the
+ * tokenizer (Porter2 in the application, Porter in FTS5), for each question: the share of SQLite's best
+ * 10 passages that are also among the application's best 10, and whether the best passage is the same.
+ * The `$text` candidate limits themselves need a MongoDB server (test/contract/mongodb.contract.test.ts).
+ */
+describe('retrieval: BM25 in the application (the MongoDB ranking) against SQLite FTS5 on the same chunks', () => {
+  it('overlap of the best 10 passages and the same best passage, on every question', async () => {
+    const chunks = store.db.prepare('SELECT id, title, heading, body FROM chunks').all() as Array<{ id: string; title: string; heading: string; body: string }>;
+    const termSets = chunks.map((c) => new Set(termsOf(`${c.title} ${c.heading} ${c.body}`)));
+    const avgLength = chunks.reduce((n, c) => n + lengthOf(c), 0) / chunks.length;
+    const questions = [...DOC_QUESTIONS, ...(hasCorpus ? NODE_QUESTIONS : [])].map(([q]) => q);
+    let overlapSum = 0;
+    let sameBest = 0;
+    for (const q of questions) {
+      const sqlite = (await store.knowledge.search(ORG, [kb.id], q, K)).map((h) => h.chunk_id);
+      const qterms = qtermsOf(queryWords(q)).map((t) => t.term);
+      const docFreq = new Map(qterms.map((t) => [t, termSets.filter((s) => s.has(t)).length]));
+      const candidates = chunks.filter((_, i) => qterms.some((t) => termSets[i]!.has(t)));
+      const ours = bm25Rank(candidates, qterms, { rows: chunks.length, avgLength, docFreq }, K).map((r) => r.item.id);
+      const overlap = ours.filter((id) => sqlite.includes(id)).length / Math.max(1, sqlite.length);
+      overlapSum += overlap;
+      if (ours[0] === sqlite[0]) sameBest++;
+      console.log(`bm25 app vs FTS5 "${q}": overlap@${K} ${overlap.toFixed(2)}, same best passage: ${ours[0] === sqlite[0]}`);
+    }
+    const mean = overlapSum / questions.length;
+    console.log(`bm25 app vs FTS5 over ${questions.length} questions, ${chunks.length} chunks: mean overlap@${K} ${mean.toFixed(2)}, same best passage ${sameBest}/${questions.length}`);
+    expect(mean).toBeGreaterThanOrEqual(0.8);
+    expect(sameBest / questions.length).toBeGreaterThanOrEqual(0.8);
   });
 });

@@ -32,14 +32,14 @@ function prepare(db: Database.Database) {
     insertSource: db.prepare('INSERT INTO document_sources (doc_id, content, is_text) VALUES (?, ?, ?)'),
     processingOfOrg: db.prepare(`SELECT COUNT(*) AS n FROM documents WHERE org_id = ? AND status = 'processing'`),
     documentForChunks: db.prepare('SELECT org_id, kb_id, title FROM documents WHERE id = ?'),
-    restart: db.prepare(`UPDATE documents SET status = 'processing', error = NULL WHERE id = ? AND status <> 'processing'`),
+    restart: db.prepare(`UPDATE documents SET status = 'processing', error = NULL, error_code = NULL WHERE id = ? AND status <> 'processing'`),
     clearBatch: db.prepare(`DELETE FROM chunks WHERE rowid IN (SELECT rowid FROM chunks WHERE doc_id = ? LIMIT ${CLEAR_BATCH})`),
     insertChunk: db.prepare(
       `INSERT INTO chunks (id, doc_id, kb_id, org_id, ord, title, heading, body, page, embedding, embedding_model)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     // Migration 8: no insert trigger; every chunk insert is followed by this one, in the same savepoint.
     insertChunkFts: db.prepare('INSERT INTO chunks_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)'),
-    markReady: db.prepare(`UPDATE documents SET status = 'ready', error = NULL, chunk_count = ?, updated_at = ? WHERE id = ?`),
+    markReady: db.prepare(`UPDATE documents SET status = 'ready', error = NULL, error_code = NULL, chunk_count = ?, updated_at = ? WHERE id = ?`),
     merger: new FtsMerger(db),
   };
 }

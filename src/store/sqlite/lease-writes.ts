@@ -6,6 +6,9 @@
  */
 import type Database from 'better-sqlite3';
 import type { ConversationLease, Fence, LeaseOutcome, LeaseOwner } from '../records.js';
+import { LeaseLost } from '../lease-lost.js';
+
+export { LeaseLost };
 
 type Statements = ReturnType<typeof prepare>;
 const cache = new WeakMap<Database.Database, Statements>();
@@ -48,16 +51,6 @@ export function leaseFromRow(r: Record<string, unknown>): ConversationLease {
     conversation_id: r.conversation_id as string, owner_id: r.owner_id as string, owner_url: r.owner_url as string,
     fence: r.fence as number, expires_at: r.expires_at as string, released: r.released === 1,
   };
-}
-
-/** The error of a fenced write whose fence no longer holds the lease (code `lease_lost`). */
-export class LeaseLost extends Error {
-  readonly code = 'lease_lost';
-
-  constructor(conversationId: string) {
-    super(`the lease of conversation ${conversationId} is no longer held by this writer (taken over, released or expired)`);
-    this.name = 'LeaseLost';
-  }
 }
 
 /**
