@@ -101,7 +101,7 @@ export async function waitForQuietHost(gate: QuietGate): Promise<{ waitedMs: num
 
 /**
  * The ids of the living child processes of `pid` (every /proc/<n>/stat whose parent id, field 4, is
- * `pid`), in ascending order; [] when there are none or /proc is unreadable. A PARLEY_PROCESSES primary's
+ * `pid`), in /proc's order (ascending ids); [] when there are none or /proc is unreadable. A PARLEY_PROCESSES primary's
  * children are found this way (the bench measures each one's CPU and RSS).
  */
 export function childPids(pid: number): number[] {
@@ -123,7 +123,7 @@ export function childPids(pid: number): number[] {
       // gone meanwhile
     }
   }
-  return out.sort((a, b) => a - b);
+  return out;
 }
 
 /** Resident set size in bytes (VmRSS of /proc/<pid>/status); NaN when the process is gone. */

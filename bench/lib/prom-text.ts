@@ -96,12 +96,9 @@ export function loopDelayFromMetrics(text: string): LoopDelay | string {
 
 /** The labels of a `name{labels}` key of {@link parsePromText}, as a map (values unescaped); {} without labels. */
 export function labelsOf(key: string): Record<string, string> {
-  const open = key.indexOf('{');
   const out: Record<string, string> = {};
-  if (open < 0) return out;
-  const labels = key.slice(open);
-  const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
-  for (let m = re.exec(labels); m !== null; m = re.exec(labels)) out[m[1]!] = m[2]!.replace(/\\(.)/g, (_x, c: string) => (c === 'n' ? '\n' : c));
+  // A metric name holds no `="`: every match is a label.
+  for (const m of key.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) out[m[1]!] = m[2]!.replace(/\\(.)/g, (_x, c: string) => (c === 'n' ? '\n' : c));
   return out;
 }
 
@@ -114,8 +111,7 @@ export function labelsOf(key: string): Record<string, string> {
 export function sumBy(text: string, name: string, by: string, where: Record<string, string> = {}): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [key, value] of parsePromText(text)) {
-    const brace = key.indexOf('{');
-    if ((brace < 0 ? key : key.slice(0, brace)) !== name) continue;
+    if (!key.startsWith(`${name}{`)) continue; // (a sample without labels has no `by` label)
     const labels = labelsOf(key);
     const v = labels[by];
     if (v === undefined) continue;

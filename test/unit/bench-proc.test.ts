@@ -96,6 +96,9 @@ describe.skipIf(!onLinux)('bench /proc readers (Linux only: they read /proc)', (
       // The three printed pids are two children and one grandchild: exactly two of them are the children.
       expect(pids.filter((p) => children.includes(p))).toHaveLength(2);
       expect(children).toEqual([...children].sort((a, b) => a - b));
+      // Only numbered entries count (not /proc/self, a link to this very process): this process once.
+      expect(childPids(process.ppid).filter((p) => p === process.pid)).toEqual([process.pid]);
+      expect(childPids(process.ppid).every(Number.isInteger)).toBe(true);
       expect(childPids(children[0]!).length + childPids(children[1]!).length).toBe(1);
       expect(childPids(2 ** 30)).toEqual([]);
     } finally {

@@ -96,6 +96,7 @@ const GROUP = [
   'parley_sqlite_commits_total{synchronous="full",process="1"} 90',
   'parley_sqlite_commits_total{synchronous="full"} 1',
   'process_cpu_seconds_total 4',
+  'parley_turns 9',
 ].join('\n');
 
 describe('bench labelsOf', () => {
@@ -103,6 +104,7 @@ describe('bench labelsOf', () => {
     expect(labelsOf('a{x="1",y="two words"}')).toEqual({ x: '1', y: 'two words' });
     expect(labelsOf('a{path="say \\"hi\\"",dir="C:\\\\"}')).toEqual({ path: 'say "hi"', dir: 'C:\\' });
     expect(labelsOf('plain_metric')).toEqual({});
+    expect(labelsOf('a{text="two\\nlines",empty=""}')).toEqual({ text: 'two\nlines', empty: '' });
   });
 });
 
@@ -116,5 +118,6 @@ describe('bench sumBy', () => {
     expect(sumBy(GROUP, 'parley_sqlite_commits_total', 'process')).toEqual({ 0: 107, 1: 90 });
     expect(sumBy(GROUP, 'parley_turns_total', 'outcome', { process: '1' })).toEqual({ succeeded: 790 });
     expect(sumBy(GROUP, 'process_cpu_seconds_total', 'process')).toEqual({});
+    expect(sumBy(GROUP, 'parley_turns', 'process')).toEqual({});
   });
 });

@@ -38,7 +38,7 @@ const spec = (bodies?: string[]) => ({
 });
 
 describe('bench raw client', () => {
-  it('sends the bodies of a target in turn, round robin, and the one body without them', async () => {
+  it('sends the bodies of a target in turn, round robin, and the one body without them (or with none)', async () => {
     seen.length = 0;
     const c = new Conn(buildTarget(spec(['a', 'b', 'c'])));
     for (let i = 0; i < 5; i++) expect((await c.send({ sse: false }).done).ok).toBe(true);
@@ -46,7 +46,10 @@ describe('bench raw client', () => {
     const plain = new Conn(buildTarget(spec()));
     expect((await plain.send({ sse: false }).done).ok).toBe(true);
     plain.destroy();
-    expect(seen.map((s) => s.body)).toEqual(['a', 'b', 'c', 'a', 'b', 'single']);
+    const none = new Conn(buildTarget(spec([])));
+    expect((await none.send({ sse: false }).done).ok).toBe(true);
+    none.destroy();
+    expect(seen.map((s) => s.body)).toEqual(['a', 'b', 'c', 'a', 'b', 'single', 'single']);
   });
 
   it('spreads requests over every pre-opened connection with pick "random" (the default reuses the last one)', async () => {
@@ -60,11 +63,32 @@ describe('bench raw client', () => {
         expect((await ex.done).ok).toBe(true);
         pool.release(c, ex);
       }
+      // Every request went over one of the pre-opened connections: none was opened on the way.
+      expect(pool.all.size).toBe(20);
       pool.closeAll();
       return new Set(seen.map((s) => s.socket)).size;
     };
     expect(await run('stack')).toBe(1);
     // 200 random picks among 20 idle connections miss one with odds of 20 x (19/20)^200, about 7e-4.
     expect(await run('random')).toBeGreaterThanOrEqual(19);
+  });
+
+  it('with pick "random", skips idle connections that died and opens one when none is left', async () => {
+    seen.length = 0;
+    const pool = new ConnPool(buildTarget(spec()), 'random');
+    const empty = pool.acquire();
+    const ex0 = empty.send({ sse: false });
+    expect((await ex0.done).ok).toBe(true);
+    pool.release(empty, ex0);
+    expect(await pool.prewarm(3)).toBe(3);
+    // The server closes every connection it holds: the idle ones are dead once their close arrives.
+    for (const s of new Set(seen.map((x) => x.socket))) s.destroy();
+    server.closeAllConnections();
+    await new Promise((r) => setTimeout(r, 100));
+    const c = pool.acquire();
+    expect(c.dead).toBe(false);
+    const ex = c.send({ sse: false });
+    expect((await ex.done).ok).toBe(true);
+    pool.closeAll();
   });
 });

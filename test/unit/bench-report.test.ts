@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fmt, formatTable, versusBaseline, writeOutcome, type Columns, type Row } from '../../bench/lib/report.js';
+import { fmt, formatTable, labelledValues, versusBaseline, writeOutcome, type Columns, type Row } from '../../bench/lib/report.js';
 
 const ARMS: Columns = {
   values: [{ key: 'one', label: 'Parley x1' }, { key: 'two', label: 'Parley x2' }, { key: 'direct', label: 'direct' }],
@@ -81,6 +81,56 @@ describe('bench report: named columns', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('bench report: layout', () => {
+  it('aligns names left and numbers and ratios right, each column as wide as its widest cell', () => {
+    const table = formatTable([
+      armRow('a', { one: 1, two: 2000, direct: null }),
+      armRow('a much longer metric', { one: 12_345, two: 3, direct: 0.5 }),
+    ]);
+    const lines = table.split('\n');
+    expect(lines).toHaveLength(4);
+    const [header, rule, first, second] = lines as [string, string, string, string];
+    // Left-aligned text: the unit column starts at the same place on every line.
+    expect(first.indexOf('turns/s')).toBe(header.indexOf('unit'));
+    expect(second.indexOf('turns/s')).toBe(header.indexOf('unit'));
+    // Right-aligned values and ratios (their headers too): every cell of a column ends where its header ends.
+    const end = (line: string, cell: string) => line.indexOf(cell) + cell.length;
+    expect(end(first, ' 1.00')).toBe(end(header, 'Parley x1'));
+    expect(end(second, '12,345')).toBe(end(header, 'Parley x1'));
+    expect(end(first, ' 2000 ')).toBe(end(header, 'Parley x2') + 1);
+    expect(end(second, ' 3.00')).toBe(end(header, 'Parley x2'));
+    expect(end(first, '2000x')).toBe(end(header, 'Px2/Px1'));
+    expect(end(second, '0.00x')).toBe(end(header, 'Px2/Px1'));
+    // The rule under the header: one run of dashes per column, as wide as the widest cell of that column.
+    expect(rule.split('  ').map((d) => d.length)).toEqual([5, 20, 7, 9, 9, 6, 7, 6, 5]);
+  });
+
+  it('prints the five targets\' columns, ratios and verdicts for ordinary rows', () => {
+    const table = formatTable([{ ...targetRow, target: { text: '>= 3x the baseline', pass: true }, flags: ['≈ceiling(floor)', 'host-busy(parley)'] }]);
+    expect(table.split('\n')[0]!.trim().split(/\s{2,}/)).toEqual(['bench', 'metric', 'unit', 'Parley', 'baseline', 'floor', 'Portkey', 'direct', 'P/B', 'P/F', 'P/K', 'P/D', 'vs baseline', 'vs Portkey', 'target', 'flags']);
+    expect(cells(table, 'short turns/s')).toEqual([
+      'short-turns', 'short turns/s', 'turns/s', '300', '100', '600', '0', '1000', '3.00x', '0.50x', '—', '0.30x', 'ahead', 'ahead', 'PASS >= 3x the baseline', '≈ceiling(floor) host-busy(parley)',
+    ]);
+  });
+
+  it('keeps consecutive rows without named columns in one block, and says MISS and n/a for targets', () => {
+    const table = formatTable([
+      { ...targetRow, metric: 'first', target: { text: 'x', pass: false } },
+      { ...targetRow, metric: 'second', target: { text: 'y', pass: null } },
+    ]);
+    expect(table.split('\n').filter((l) => l.startsWith('bench '))).toHaveLength(1);
+    expect(cells(table, 'first')).toContain('MISS x');
+    expect(cells(table, 'second')).toContain('n/a y');
+  });
+
+  it('prints a row of named columns without values as missing values', () => {
+    const r: Row = { ...armRow('empty', {}), values: undefined };
+    expect(cells(formatTable([r]), 'empty')).toEqual(['scale', 'empty', 'turns/s', '—', '—', '—', '—']);
+    expect(labelledValues(r)).toEqual({ by_label: { 'Parley x1': null, 'Parley x2': null, direct: null }, ratios: { 'Px2/Px1': null } });
+    expect(labelledValues(targetRow)).toBeUndefined();
   });
 });
 
