@@ -127,7 +127,7 @@ async function main(): Promise<number> {
     process.stdout.write('\nTargets:\n');
     for (const r of targets) {
       const shown = r.target!.shown ?? { label: 'Parley', value: r.parley };
-      process.stdout.write(`  ${r.target!.pass === null ? 'n/a ' : r.target!.pass ? 'PASS' : 'MISS'}  ${r.target!.text}  (${shown.label}: ${shown.value === null ? '—' : shown.value.toFixed(3)} ${r.unit})\n`);
+      process.stdout.write(`  ${r.target!.pass === null ? 'n/a ' : r.target!.pass ? 'PASS' : 'MISS'}  ${r.target!.text}  (${shown.label}: ${shown.value === null ? '—' : shown.value.toFixed(3)} ${'unit' in shown && shown.unit !== undefined ? shown.unit : r.unit})\n`);
     }
     for (const [who, vs] of [['the baseline in every row', versusBaseline], ['Portkey in every row it has', versusPortkey]] as const) {
       const compared = all.filter((r) => vs(r) !== null);

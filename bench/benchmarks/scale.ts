@@ -253,7 +253,7 @@ export async function scale(ctx: Ctx): Promise<BenchOutcome> {
     const b2 = best('p2');
     bestRow.target = {
       text: '2 processes give >= 1.3x one process\'s short turns/s', pass: smoke || b1 === null || b2 === null ? null : b1 > 0 ? b2 >= 1.3 * b1 : b2 > 0,
-      shown: { label: `${label.p2} / ${label.p1}`, value: b1 ? (b2 ?? 0) / b1 : null },
+      shown: { label: `${label.p2} / ${label.p1}`, value: b1 ? (b2 ?? 0) / b1 : null, unit: 'x' },
     };
     const capFlags = [...cap.capped.map((t) => `capped(${t})`), ...cap.rigBound.map((t) => `rig-bound(${t})`)];
     if (capFlags.length > 0) bestRow.flags = capFlags;

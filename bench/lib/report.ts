@@ -23,9 +23,9 @@ export interface Row {
   /**
    * A target from the issue, and whether Parley's value meets it (null: not applicable in this mode).
    * `shown`: the value the summary prints with it, when it is not the `parley` column's (rows with
-   * named columns).
+   * named columns), and its unit when not the row's (a ratio of two columns).
    */
-  target?: { text: string; pass: boolean | null; shown?: { label: string; value: number | null } } | undefined;
+  target?: { text: string; pass: boolean | null; shown?: { label: string; value: number | null; unit?: string } } | undefined;
   /** Flags, e.g. `≈ceiling` (within 10% of what the mock + client reach directly). */
   flags?: string[] | undefined;
   /**
