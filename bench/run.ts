@@ -22,6 +22,8 @@ import { vectorScan } from './benchmarks/vector-scan.js';
 import { retrieval } from './benchmarks/retrieval.js';
 import { authCheck } from './benchmarks/auth-check.js';
 import { openAICompat } from './benchmarks/openai-compat.js';
+import { scale } from './benchmarks/scale.js';
+import { replayMemory } from './benchmarks/replay-memory.js';
 import type { Ctx } from './benchmarks/common.js';
 import { summarizeCpuProfile } from './lib/cpuprofile.js';
 import { machineInfo } from './lib/proc.js';
@@ -42,6 +44,8 @@ const BENCHMARKS: Record<string, (ctx: Ctx) => Promise<BenchOutcome>> = {
   retrieval,
   'auth-check': authCheck,
   'openai-compat': openAICompat,
+  scale,
+  'replay-memory': replayMemory,
 };
 
 const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...] [--smoke] [--cpu-prof] [--levels 250,500] [--parley-env KEY=VALUE ...]
@@ -50,7 +54,9 @@ const USAGE = `usage: npm run bench -- [${Object.keys(BENCHMARKS).join('|')} ...
   --parley-env: extra PARLEY_* variables for the Parley server (e.g. PARLEY_SQLITE_SYNCHRONOUS=normal)
   --parley-node-arg: an extra node/V8 argument for the Parley server, repeatable (e.g. --parley-node-arg=--max-semi-space-size=32)
   --quiet-wait S: before each measurement window wait up to S seconds (default 15) until the whole host uses
-  <= 0.3 CPU s/s (a shared machine); --no-quiet-gate: don't wait (smoke never waits)`;
+  <= 0.3 CPU s/s (a shared machine); --no-quiet-gate: don't wait (smoke never waits)
+  --reference DIR: another built checkout of Parley (npm run build there) that "scale" runs beside PARLEY_PROCESSES=1
+  (e.g. the code before issue 36: the "within 5% of today" targets)`;
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -62,6 +68,7 @@ async function main(): Promise<number> {
       'parley-node-arg': { type: 'string', multiple: true },
       'no-quiet-gate': { type: 'boolean', default: false },
       'quiet-wait': { type: 'string', default: '15' },
+      reference: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: true,
@@ -92,7 +99,12 @@ async function main(): Promise<number> {
     quiet: values.smoke || values['no-quiet-gate'] ? undefined : { maxBusyCpuPerS: 0.3, maxWaitMs: Math.max(0, Number(values['quiet-wait'])) * 1000 },
     parleyNodeArgs: [...(values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...(values['parley-node-arg'] ?? [])],
     parleyEnv: Object.fromEntries((values['parley-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+    reference: values.reference === undefined ? undefined : resolve(values.reference),
   };
+  if (ctx.reference !== undefined && !existsSync(join(ctx.reference, 'dist/src/main.js'))) {
+    process.stderr.write(`--reference ${ctx.reference}: no dist/src/main.js there (run npm ci and npm run build in it)\n`);
+    return 2;
+  }
   if (Object.keys(ctx.parleyEnv).length > 0) log(`Parley env overrides: ${JSON.stringify(ctx.parleyEnv)}`);
   if ((values['parley-node-arg'] ?? []).length > 0) log(`Parley node arguments: ${(values['parley-node-arg'] ?? []).join(' ')}`);
   const all: Row[] = [];
@@ -117,7 +129,10 @@ async function main(): Promise<number> {
   const targets = all.filter((r) => r.target);
   if (targets.length > 0) {
     process.stdout.write('\nTargets:\n');
-    for (const r of targets) process.stdout.write(`  ${r.target!.pass === null ? 'n/a ' : r.target!.pass ? 'PASS' : 'MISS'}  ${r.target!.text}  (Parley: ${r.parley === null ? '—' : r.parley.toFixed(3)} ${r.unit})\n`);
+    for (const r of targets) {
+      const shown = r.target!.shown ?? { label: 'Parley', value: r.parley };
+      process.stdout.write(`  ${r.target!.pass === null ? 'n/a ' : r.target!.pass ? 'PASS' : 'MISS'}  ${r.target!.text}  (${shown.label}: ${shown.value === null ? '—' : shown.value.toFixed(3)} ${'unit' in shown && shown.unit !== undefined ? shown.unit : r.unit})\n`);
+    }
     for (const [who, vs] of [['the baseline in every row', versusBaseline], ['Portkey in every row it has', versusPortkey]] as const) {
       const compared = all.filter((r) => vs(r) !== null);
       const behind = compared.filter((r) => vs(r) === 'behind');

@@ -155,6 +155,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     outbox,
     cluster: { self, leaseMs: config.cluster.leaseMs, registry, peers },
   });
+  metrics.watchReplay(() => chat.turns.retained);
   const sender = new WebhookSender({ allowPrivate: config.webhooks.allowPrivate, timeoutMs: config.webhooks.timeoutMs });
   const dispatcher = new WebhookDispatcher({
     store, logger, sender, outbox, retryScheduleMs: config.webhooks.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS,

@@ -10,6 +10,7 @@
  * failed probe in a window the rig disturbed (load generator late, or other processes busy) is measured
  * once more and the repeat stands.
  */
+import type { LoadGen } from '../lib/loadgen-client.js';
 import type { OpenLoopResult, OpenLoopTarget } from '../lib/loadgen.js';
 import { RateSearch, type RateSearchOptions } from '../lib/rate-search.js';
 import type { TargetSpec } from '../lib/raw-client.js';
@@ -23,9 +24,19 @@ function isDisturbed(r: OpenLoopTarget): boolean {
   return r.sendLag.p99 > LOADGEN_LATE_MS || (r.cpuS.others ?? 0) / r.wallS > HOST_BUSY_CPU_PER_S;
 }
 
+/**
+ * A target's server CPU seconds in a window: its `server` process plus every other process measured as
+ * `server.<name>` (the children and the primary of a PARLEY_PROCESSES group, a second floor on one port).
+ */
+export function serverCpuS(r: Pick<OpenLoopTarget, 'cpuS'>): number {
+  let sum = 0;
+  for (const [k, v] of Object.entries(r.cpuS)) if (k === 'server' || k.startsWith('server.')) sum += v;
+  return Object.keys(r.cpuS).some((k) => k === 'server' || k.startsWith('server.')) ? sum : Number.NaN;
+}
+
 /** One probe of one target. Times in ms. */
-export interface ProbeRecord {
-  target: TargetName;
+export interface ProbeRecord<T extends string = TargetName> {
+  target: T;
   rate: number;
   pass: boolean;
   /** Why it failed (empty when it passed). */
@@ -42,23 +53,29 @@ export interface ProbeRecord {
 }
 
 /** The outcome of the search. Rates are arrivals per second. */
-export interface CapacityResult {
-  best: Partial<Record<TargetName, number>>;
+export interface CapacityResult<T extends string = TargetName> {
+  best: Partial<Record<T | 'direct', number>>;
   /** Targets whose ladder reached the search's maximum without failing. */
-  capped: TargetName[];
+  capped: (T | 'direct')[];
   /** Targets whose first failure was a rate direct itself failed (the rig's limit, not theirs). */
-  rigBound: TargetName[];
-  probes: ProbeRecord[];
+  rigBound: (T | 'direct')[];
+  probes: ProbeRecord<T | 'direct'>[];
   /** Failed probes in windows the rig disturbed, measured once more (the repeat is in `probes`). */
-  superseded: { target: TargetName; rate: number; reason: string; sendLagP99: number; othersCpuPerS: number }[];
+  superseded: { target: T | 'direct'; rate: number; reason: string; sendLagP99: number; othersCpuPerS: number }[];
   directAt: Record<number, OpenLoopTarget>;
 }
 
-export interface CapacityOptions {
-  rig: Rig;
-  specs: Partial<Record<TargetName, TargetSpec>>;
+/**
+ * What the search runs on: a side-by-side rig (its mock and servers), or any load generator with the
+ * processes to measure per target (`cpuPids[target]`: `server` (and `server.<name>` for more processes of
+ * one target) and `mock`; direct's `server` is the mock).
+ */
+export type CapacityRig = { rig: Rig } | { loadgen: LoadGen; cpuPids: Record<string, Record<string, number>> };
+
+export type CapacityOptions<T extends string = TargetName> = CapacityRig & {
+  specs: Partial<Record<T | 'direct', TargetSpec>>;
   /** Servers searched (direct is always searched too, as the reference). */
-  targets: TargetName[];
+  targets: T[];
   search: RateSearchOptions;
   /** Bound on the added-TTFT p99, ms. */
   boundMs: number;
@@ -73,7 +90,9 @@ export interface CapacityOptions {
   /** Full runs: at least MIN_ARRIVALS per window, and a failed probe in a disturbed window measured once more (smoke: neither). */
   thorough: boolean;
   label: string;
-}
+  /** How a request picks its pre-opened connection (loadgen.ts `open-loop`); default the last released. */
+  pick?: 'stack' | 'random';
+};
 
 /** Fraction of requests that failed in any way (errors, typed refusals, unfinished at the deadline). */
 export function failureShare(r: OpenLoopTarget): number {
@@ -81,19 +100,21 @@ export function failureShare(r: OpenLoopTarget): number {
 }
 
 /** Runs the search (see the module comment); logs every probe. */
-export async function searchCapacity(ctx: Ctx, o: CapacityOptions): Promise<CapacityResult> {
-  const names: TargetName[] = ['direct', ...o.targets.filter((t) => t !== 'direct')];
+export async function searchCapacity<T extends string = TargetName>(ctx: Ctx, o: CapacityOptions<T>): Promise<CapacityResult<T>> {
+  type N = T | 'direct';
+  const names: N[] = ['direct', ...o.targets.filter((t) => t !== 'direct')];
   const searches = new Map(names.map((t) => [t, new RateSearch(o.search)]));
   const directAt = new Map<number, OpenLoopTarget>();
   const directPass = new Map<number, boolean>();
-  const probes: ProbeRecord[] = [];
-  const superseded: CapacityResult['superseded'] = [];
-  const rigBound = new Set<TargetName>();
-  const cpuPids: Record<string, Record<string, number>> = Object.fromEntries(
-    names.map((t): [string, Record<string, number>] => [t, t === 'direct' ? { server: o.rig.mock.pid } : { server: serverPid(o.rig, t)!, mock: o.rig.mock.pid }]),
-  );
+  const probes: ProbeRecord<N>[] = [];
+  const superseded: CapacityResult<T>['superseded'] = [];
+  const rigBound = new Set<N>();
+  const loadgen = 'rig' in o ? o.rig.loadgen : o.loadgen;
+  const cpuPids: Record<string, Record<string, number>> = 'rig' in o
+    ? Object.fromEntries(names.map((t): [string, Record<string, number>] => [t, t === 'direct' ? { server: o.rig.mock.pid } : { server: serverPid(o.rig, t as TargetName)!, mock: o.rig.mock.pid }]))
+    : o.cpuPids;
   for (let iteration = 0; iteration < 200; iteration++) {
-    const wants = new Map<TargetName, number>();
+    const wants = new Map<N, number>();
     for (const [t, s] of searches) {
       const r = s.next();
       if (r !== null) wants.set(t, r);
@@ -102,20 +123,20 @@ export async function searchCapacity(ctx: Ctx, o: CapacityOptions): Promise<Capa
     const rate = Math.min(...wants.values());
     const group = [...wants].filter(([t, r]) => r === rate && t !== 'direct').map(([t]) => t);
     const needDirect = !directAt.has(rate);
-    const run = [...(needDirect ? ['direct' as const] : []), ...group];
+    const run: N[] = [...(needDirect ? ['direct' as const] : []), ...group];
     const durationMs = o.thorough ? Math.max(o.windowMs, Math.ceil((MIN_ARRIVALS / rate) * 1000)) : o.windowMs;
-    const probe = async (targets: TargetName[]): Promise<Record<string, OpenLoopTarget>> => {
+    const probe = async (targets: N[]): Promise<Record<string, OpenLoopTarget>> => {
       ctx.log(`${o.label}: ${rate}/s for ${durationMs} ms: ${targets.join(', ')}`);
-      const res = await o.rig.loadgen.run<OpenLoopResult>({
+      const res = await loadgen.run<OpenLoopResult>({
         type: 'open-loop', targets: targets.map((t) => o.specs[t]!), rounds: 1, rate, durationMs, drainMs: o.drainMs,
         expectFirstMs: o.mockTtftMs, stallTimeoutMs: 20_000, pauseMs: o.pauseMs, cpuPids,
-        prewarm: Math.ceil(rate * o.streamS * 1.5) + 10, ...(ctx.quiet ? { quiet: ctx.quiet } : {}),
+        prewarm: Math.ceil(rate * o.streamS * 1.5) + 10, ...(ctx.quiet ? { quiet: ctx.quiet } : {}), ...(o.pick ? { pick: o.pick } : {}),
       }, 900_000);
       return res.perTarget;
     };
     const per = await probe(run);
     const direct = (): OpenLoopTarget => per.direct ?? directAt.get(rate)!;
-    const verdict = (t: TargetName): string => {
+    const verdict = (t: N): string => {
       const r = per[t]!;
       const share = failureShare(r);
       if (t === 'direct') {
@@ -159,8 +180,8 @@ export async function searchCapacity(ctx: Ctx, o: CapacityOptions): Promise<Capa
       ctx.log(`  ${p.pass ? 'ok  ' : 'FAIL'} ${p.target}: TTFT p99 ${fx(p.ttftP99, 1)} ms${p.target === 'direct' ? '' : `, added p50 ${fx(p.addedP50)} p99 ${fx(p.addedP99)} ms`}, ${p.failures} failed, ${p.refused} refused of ${p.requests}, server CPU ${fx(p.serverCpuMsPerTurn)} ms/turn, loadgen send lag p99 ${fx(p.result.sendLag.p99)} ms, others on the host ${fx(others)} CPU s/s${p.reason ? ` — ${p.reason}` : ''}`);
     }
   }
-  const best: Partial<Record<TargetName, number>> = {};
-  const capped: TargetName[] = [];
+  const best: Partial<Record<N, number>> = {};
+  const capped: N[] = [];
   for (const [t, s] of searches) {
     best[t] = s.best;
     if (s.capped) capped.push(t);
@@ -168,14 +189,14 @@ export async function searchCapacity(ctx: Ctx, o: CapacityOptions): Promise<Capa
   return { best, capped, rigBound: [...rigBound], probes, superseded, directAt: Object.fromEntries(directAt) };
 }
 
-function record(t: TargetName, rate: number, pass: boolean, reason: string, r: OpenLoopTarget, d: OpenLoopTarget, o: CapacityOptions): ProbeRecord {
+function record<N extends string>(t: N, rate: number, pass: boolean, reason: string, r: OpenLoopTarget, d: OpenLoopTarget, o: { mockTtftMs: number }): ProbeRecord<N> {
   return {
     target: t, rate, pass, reason,
     addedP50: t === 'direct' ? r.ttft.p50 - o.mockTtftMs : r.ttft.p50 - d.ttft.p50,
     addedP99: t === 'direct' ? r.ttft.p99 - o.mockTtftMs : r.ttft.p99 - d.ttft.p99,
     ttftP99: r.ttft.p99,
     requests: r.requests, failures: r.errors.total + r.unfinished, refused: r.refused,
-    serverCpuMsPerTurn: r.requests > 0 ? ((r.cpuS.server ?? Number.NaN) / r.requests) * 1000 : Number.NaN,
+    serverCpuMsPerTurn: r.requests > 0 ? (serverCpuS(r) / r.requests) * 1000 : Number.NaN,
     result: r,
   };
 }

@@ -22,6 +22,11 @@ export interface Ctx {
   levels: number[] | undefined;
   /** Wait (bounded) for a quiet host before each measurement window; undefined: don't (smoke, --no-quiet-gate). */
   quiet: QuietGate | undefined;
+  /**
+   * The root of another built checkout of Parley (--reference), run as a reference arm by the scale
+   * benchmark (e.g. the code before issue 36, for "PARLEY_PROCESSES=1 within 5% of today").
+   */
+  reference?: string | undefined;
   log(msg: string): void;
 }
 

@@ -31,6 +31,24 @@ export type Job =
       goodputGraceMs?: number;
       /** Before each window, wait (bounded) for a quiet host. */
       quiet?: QuietGate;
+      /**
+       * How a request picks its pre-opened connection: the last released (default) or a random idle one,
+       * so requests spread over every process listening on one port (raw-client.ts ConnPool).
+       */
+      pick?: 'stack' | 'random';
+    }
+  | {
+      type: 'closed-loop'; targets: TargetSpec[]; rounds: number; clients: number; durationMs: number; drainMs: number;
+      expectFirstMs: number; stallTimeoutMs: number; pauseMs: number; cpuPids: Record<string, Record<string, number>>;
+      /** Keep-alive connections opened before each window; every turn takes a random idle one (see `pick` above). */
+      connections: number;
+      /**
+       * Client i starts at i x rampMs / clients, so that clients whose turns all last about as long do not
+       * move in lockstep (50 requests at once, every stream duration); latencies of turns sent during the
+       * ramp are not recorded (the window measures `clients` at once). Default 0.
+       */
+      rampMs?: number;
+      quiet?: QuietGate;
     }
   | {
       type: 'streams'; target: TargetSpec; slots: number; durationMs: number; rampMs: number; intervalMs: number;
@@ -100,6 +118,23 @@ export interface OpenLoopResult {
   rate: number;
   perTarget: Record<string, OpenLoopTarget>;
 }
+/** One target's closed-loop outcome. Times in ms (from each request's write), CPU in seconds. */
+export interface ClosedLoopTarget {
+  ttft: Summary; conversation: Summary;
+  /** Turns sent, and those that succeeded. */
+  turns: number; ok: number;
+  /** Failures other than typed refusals, and typed refusals (a refused client waits 100 ms before its next turn). */
+  errors: Errors; refused: number;
+  /** Turns still running at the drain deadline. */
+  unfinished: number;
+  /** Sum of the windows' nominal durations and wall times including the drain (s). */
+  windowS: number; wallS: number;
+  quietWaitMs: number; busyStarts: number;
+  /** As OpenLoopTarget.cpuS. */
+  cpuS: Record<string, number>;
+  prewarmed: number;
+}
+export interface ClosedLoopResult { perTarget: Record<string, ClosedLoopTarget> }
 export interface StreamsResult {
   started: number; ok: number; errors: Errors; stalled: number; tokens: number; frames: number; preconnected: number;
   addedGap: Summary; maxGap: Summary; ttft: Summary; wallS: number; cpuS: number; inFlight: { mean: number; max: number };
@@ -298,7 +333,7 @@ async function openLoopWindow(
   target: Target, job: Extract<Job, { type: 'open-loop' }>, sinks: OpenLoopSinks,
 ): Promise<{ requests: number; ok: number; refused: number; okInWindow: number; wallS: number; inFlight: { mean: number; max: number }; unfinished: number; prewarmed: number }> {
   const { ttft, conv, errors } = sinks;
-  const pool = new ConnPool(target);
+  const pool = new ConnPool(target, job.pick ?? 'stack');
   const prewarmed = await pool.prewarm(job.prewarm);
   const sweeper = new Sweeper(job.stallTimeoutMs);
   const total = Math.max(1, Math.round((job.rate * job.durationMs) / 1000));
@@ -354,6 +389,34 @@ async function openLoopWindow(
 }
 
 /**
+ * Runs `run` and measures CPU seconds over it: of every process in `pids` by name (this process is
+ * `loadgen` when named so), `serverMain` (the event-loop thread of `pids.server`, part of `server`), and
+ * `others` (the rest of the host: other sessions, idle rig processes). A pid named twice counts once in
+ * `others`' subtraction.
+ */
+async function measured<T>(pids: Record<string, number>, run: () => Promise<T>): Promise<{ value: T; cpuS: Record<string, number> }> {
+  const cpu0 = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, cpuSeconds(pid)]));
+  const serverPid = pids.server;
+  const main0 = serverPid === undefined ? Number.NaN : mainThreadCpuSeconds(serverPid);
+  const host0 = hostBusySeconds();
+  const value = await run();
+  const cpuS: Record<string, number> = {};
+  let ours = 0;
+  const counted = new Set<number>();
+  for (const [n, pid] of Object.entries(pids)) {
+    const d = cpuSeconds(pid) - cpu0[n]!;
+    cpuS[n] = d;
+    if (!counted.has(pid) && Number.isFinite(d)) ours += d;
+    counted.add(pid);
+  }
+  // The server's event-loop thread alone (part of `server`, so not added to `ours` again).
+  if (serverPid !== undefined) cpuS.serverMain = mainThreadCpuSeconds(serverPid) - main0;
+  // Everything else the host ran meanwhile (other sessions on a shared machine, idle rig processes).
+  cpuS.others = Math.max(0, hostBusySeconds() - host0 - ours);
+  return { value, cpuS };
+}
+
+/**
  * Open-loop windows for several targets, interleaved: `rounds` rounds, each running one window per
  * target (order rotated every round), so every target sees the same machine state. CPU seconds of the
  * processes in `cpuPids[target]` (and of this process) are summed over that target's windows.
@@ -380,25 +443,10 @@ async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenL
         perTarget[t.name]!.quietWaitMs += q.waitedMs;
         if (!q.quiet) perTarget[t.name]!.busyStarts++;
       }
-      const cpu0 = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, cpuSeconds(pid)]));
-      const serverPid = pids.server;
-      const main0 = serverPid === undefined ? Number.NaN : mainThreadCpuSeconds(serverPid);
-      const host0 = hostBusySeconds();
       const tcp0 = tcpCounters();
-      const w = await openLoopWindow(t, job, sinks.get(t.name)!);
+      const { value: w, cpuS } = await measured(pids, () => openLoopWindow(t, job, sinks.get(t.name)!));
       const r = perTarget[t.name]!;
-      let ours = 0;
-      const counted = new Set<number>();
-      for (const [n, pid] of Object.entries(pids)) {
-        const d = cpuSeconds(pid) - cpu0[n]!;
-        r.cpuS[n] = (r.cpuS[n] ?? 0) + d;
-        if (!counted.has(pid) && Number.isFinite(d)) ours += d;
-        counted.add(pid);
-      }
-      // The server's event-loop thread alone (part of `server`, so not added to `ours` again).
-      if (serverPid !== undefined) r.cpuS.serverMain = (r.cpuS.serverMain ?? 0) + (mainThreadCpuSeconds(serverPid) - main0);
-      // Everything else the host ran meanwhile (other sessions on a shared machine, idle rig processes).
-      r.cpuS.others = (r.cpuS.others ?? 0) + Math.max(0, hostBusySeconds() - host0 - ours);
+      for (const [n, d] of Object.entries(cpuS)) r.cpuS[n] = (r.cpuS[n] ?? 0) + d;
       r.requests += w.requests;
       r.ok += w.ok;
       r.refused += w.refused;
@@ -422,6 +470,104 @@ async function openLoop(job: Extract<Job, { type: 'open-loop' }>): Promise<OpenL
     r.sendLag = k.sendLag.summary();
   }
   return { perTarget, rate: job.rate };
+}
+
+/**
+ * One closed-loop window: `clients` clients (their starts spread over `rampMs`), each sending its next turn
+ * when the last one ended (over a random idle connection of a pre-opened pool), until `durationMs` after
+ * the ramp; then the running turns get up to `drainMs` to end. Latencies count from each request's write;
+ * those of turns sent during the ramp are not recorded.
+ */
+async function closedLoopWindow(target: Target, job: Extract<Job, { type: 'closed-loop' }>, sinks: { ttft: Samples; conv: Samples; errors: Errors }): Promise<{ turns: number; ok: number; refused: number; unfinished: number; wallS: number; prewarmed: number }> {
+  const pool = new ConnPool(target, 'random');
+  const prewarmed = await pool.prewarm(job.connections);
+  const sweeper = new Sweeper(job.stallTimeoutMs);
+  let turns = 0;
+  let ok = 0;
+  let refused = 0;
+  let unfinished = 0;
+  const start = now();
+  const ramp = job.rampMs ?? 0;
+  const measureFrom = start + ramp;
+  const endAt = start + ramp + job.durationMs;
+  const hardEnd = endAt + job.drainMs;
+  const client = async (i: number) => {
+    await sleep((ramp * i) / job.clients);
+    for (let n = 0; n < 10_000_000 && now() < endAt; n++) {
+      const c = pool.acquire();
+      turns++;
+      const measured = now() >= measureFrom;
+      const ex = c.send({ sse: true, expectFirstMs: job.expectFirstMs });
+      sweeper.track(ex, c);
+      const r = await Promise.race([ex.done, sleep(Math.max(0, hardEnd - now())).then(() => undefined)]);
+      if (r === undefined) {
+        unfinished++;
+        ex.fail('timeout', now());
+        c.destroy();
+        return;
+      }
+      pool.release(c, ex);
+      if (r.ok) {
+        ok++;
+        if (measured) {
+          sinks.ttft.push(r.ttftMs);
+          if (target.flavor === 'events') sinks.conv.push(r.idleMs);
+        }
+      } else if (isTypedRefusal(r)) {
+        refused++;
+        await sleep(100);
+      } else {
+        countError(sinks.errors, r);
+        await sleep(10);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: job.clients }, (_, i) => client(i)));
+  sweeper.stop();
+  pool.closeAll();
+  return { turns, ok, refused, unfinished, wallS: (now() - start) / 1000, prewarmed };
+}
+
+/** Closed-loop windows for several targets, interleaved like {@link openLoop} (order rotated every round). */
+async function closedLoop(job: Extract<Job, { type: 'closed-loop' }>): Promise<ClosedLoopResult> {
+  const targets = job.targets.map(buildTarget);
+  const perTarget: ClosedLoopResult['perTarget'] = {};
+  const sinks = new Map<string, { ttft: Samples; conv: Samples; errors: Errors }>();
+  for (const t of targets) {
+    const errors = newErrors();
+    sinks.set(t.name, { ttft: new Samples(1 << 16), conv: new Samples(1 << 16), errors });
+    perTarget[t.name] = {
+      ttft: summarize([]), conversation: summarize([]), turns: 0, ok: 0, errors, refused: 0, unfinished: 0, windowS: 0, wallS: 0,
+      quietWaitMs: 0, busyStarts: 0, cpuS: {}, prewarmed: 0,
+    };
+  }
+  for (let round = 0; round < job.rounds; round++) {
+    for (let k = 0; k < targets.length; k++) {
+      const t = targets[(round + k) % targets.length]!;
+      const r = perTarget[t.name]!;
+      if (job.quiet) {
+        const q = await waitForQuietHost(job.quiet);
+        r.quietWaitMs += q.waitedMs;
+        if (!q.quiet) r.busyStarts++;
+      }
+      const { value: w, cpuS } = await measured({ ...(job.cpuPids[t.name] ?? {}), loadgen: process.pid }, () => closedLoopWindow(t, job, sinks.get(t.name)!));
+      for (const [n, d] of Object.entries(cpuS)) r.cpuS[n] = (r.cpuS[n] ?? 0) + d;
+      r.turns += w.turns;
+      r.ok += w.ok;
+      r.refused += w.refused;
+      r.unfinished += w.unfinished;
+      r.windowS += job.durationMs / 1000;
+      r.wallS += w.wallS;
+      r.prewarmed += w.prewarmed;
+      if (job.pauseMs > 0) await sleep(job.pauseMs);
+    }
+  }
+  for (const t of targets) {
+    const k = sinks.get(t.name)!;
+    perTarget[t.name]!.ttft = k.ttft.summary();
+    perTarget[t.name]!.conversation = k.conv.summary();
+  }
+  return { perTarget };
 }
 
 /**
@@ -626,6 +772,7 @@ export async function runJob(job: Job): Promise<unknown> {
     case 'sequential': return sequential(job);
     case 'timing': return timing(job);
     case 'open-loop': return openLoop(job);
+    case 'closed-loop': return closedLoop(job);
     case 'streams': return streams(job);
     case 'connections-open': return connectionsOpen(job);
     case 'connections-check': return connectionsCheck();

@@ -99,6 +99,33 @@ export async function waitForQuietHost(gate: QuietGate): Promise<{ waitedMs: num
   return { waitedMs: performance.now() - t0, busyCpuPerS: busy, quiet: false };
 }
 
+/**
+ * The ids of the living child processes of `pid` (every /proc/<n>/stat whose parent id, field 4, is
+ * `pid`), in /proc's order (ascending ids); [] when there are none or /proc is unreadable. A PARLEY_PROCESSES primary's
+ * children are found this way (the bench measures each one's CPU and RSS).
+ */
+export function childPids(pid: number): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      // After the command name (which may hold spaces and parentheses): state, then the parent id.
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(rest[1]) === pid) out.push(Number(e));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
 /** Resident set size in bytes (VmRSS of /proc/<pid>/status); NaN when the process is gone. */
 export function rssBytes(pid: number): number {
   try {

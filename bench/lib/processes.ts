@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OPEN_FILES_WANTED } from './proc.js';
+import { childPids, OPEN_FILES_WANTED } from './proc.js';
 
 /** A spawned process the runner owns. */
 export interface Owned {
@@ -22,6 +22,8 @@ export interface Owned {
 }
 
 const owned = new Set<Owned>();
+/** Processes the runner did not spawn itself but must not leave behind (a PARLEY_PROCESSES primary's children). */
+const adopted = new Set<number>();
 const tempDirs = new Set<string>();
 let hooked = false;
 
@@ -31,6 +33,9 @@ function hookExit(): void {
   process.on('exit', () => {
     for (const o of owned) {
       try { process.kill(o.pid, 'SIGKILL'); } catch { /* already gone */ }
+    }
+    for (const pid of adopted) {
+      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
     }
     for (const d of tempDirs) {
       try { rmSync(d, { recursive: true, force: true }); } catch { /* best effort */ }
@@ -197,27 +202,57 @@ export interface ParleyProc extends Owned {
   organizationId: string;
   knowledgeBaseId: string;
   dataDir: string;
+  /**
+   * With PARLEY_PROCESSES=N (N >= 2): the process ids of the primary's N children, in start order as the
+   * kernel numbered them (`pid` is the primary's). Absent for a single process.
+   */
+  children?: number[];
+  /** Every process id of this Parley: the primary and its children, or the one process. */
+  readonly pids: number[];
   /** Creates an `openai` agent with this model name (and `instructions`, its system prompt, default none); returns its id. */
   createAgent(model: string, instructions?: string): Promise<string>;
 }
 
+/** Options of {@link startParleyServer}. */
+export interface ParleyStartOptions {
+  upstreamUrl?: string;
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+  /**
+   * PARLEY_PROCESSES: with N >= 2 the spawned process is the primary of N children on one port
+   * (src/process-group.ts); the start waits until every child serves and they see each other (each
+   * child's series in the group's /metrics). Default: a single process (the variable unset).
+   */
+  processes?: number;
+  /**
+   * Serve the data dir of this already running Parley (its own port, no bootstrap): two processes on one
+   * store (DESIGN.md "Several processes"). The credentials are the other's.
+   */
+  shareDataOf?: ParleyProc;
+  /** Name of the process in error messages (default `parley`). */
+  name?: string;
+}
+
 /**
- * Starts `node dist/src/main.js` on a free port with bootstrap on an empty data dir (and an empty docs
- * dir, so no demo ingestion runs in the background), then waits for initial-credentials.json and
- * /healthz. `env` adds PARLEY_* variables.
+ * Starts `node dist/src/main.js` (under `root`: another checkout's build works too) on a free port with
+ * bootstrap on an empty data dir (and an empty docs dir, so no demo ingestion runs in the background),
+ * then waits for initial-credentials.json and /healthz. `env` adds PARLEY_* variables. See
+ * {@link ParleyStartOptions} for a group of processes and for a second process on the same data dir.
  */
-export async function startParleyServer(root: string, opts: { upstreamUrl?: string; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<ParleyProc> {
-  const dataDir = tempDir('parley-bench-data-');
+export async function startParleyServer(root: string, opts: ParleyStartOptions = {}): Promise<ParleyProc> {
+  const shared = opts.shareDataOf;
+  const dataDir = shared?.dataDir ?? tempDir('parley-bench-data-');
   const docsDir = join(dataDir, 'empty-docs');
-  mkdirSync(docsDir);
+  if (!shared) mkdirSync(docsDir);
   const port = await freePort();
   const env: Record<string, string> = {
     PARLEY_HOST: '127.0.0.1', PARLEY_PORT: String(port), PARLEY_DATA_DIR: join(dataDir, 'data'), PARLEY_LOG_LEVEL: 'warn',
-    PARLEY_BOOTSTRAP: 'true', PARLEY_DOCS_DIR: docsDir, PARLEY_SHUTDOWN_GRACE_MS: '1000',
+    PARLEY_BOOTSTRAP: shared ? 'false' : 'true', PARLEY_DOCS_DIR: docsDir, PARLEY_SHUTDOWN_GRACE_MS: '1000',
     ...(opts.upstreamUrl ? { PARLEY_OPENAI_BASE_URL: opts.upstreamUrl } : {}),
+    ...(opts.processes !== undefined ? { PARLEY_PROCESSES: String(opts.processes) } : {}),
     ...opts.env,
   };
-  const p = spawnNode('parley', join(root, 'dist/src/main.js'), { env, cwd: root, ...(opts.nodeArgs ? { nodeArgs: opts.nodeArgs } : {}) });
+  const p = spawnNode(opts.name ?? 'parley', join(root, 'dist/src/main.js'), { env, cwd: root, ...(opts.nodeArgs ? { nodeArgs: opts.nodeArgs } : {}) });
   const credsFile = join(dataDir, 'data', 'initial-credentials.json');
   const creds = await pollUntil('parley initial-credentials.json', () => {
     if (!existsSync(credsFile)) return undefined;
@@ -226,11 +261,37 @@ export async function startParleyServer(root: string, opts: { upstreamUrl?: stri
   }, { proc: p, timeoutMs: 30_000 });
   const url = `http://127.0.0.1:${port}`;
   await pollUntil('parley /healthz', async () => ((await fetch(`${url}/healthz`)).ok ? true : undefined), { proc: p });
+  let children: number[] | undefined;
+  if (opts.processes !== undefined && opts.processes >= 2) {
+    const n = opts.processes;
+    children = await pollUntil(`${n} children of the Parley primary`, () => {
+      const c = childPids(p.pid);
+      return c.length === n ? c : undefined;
+    }, { proc: p, timeoutMs: 30_000, everyMs: 100 });
+    for (const c of children) adopted.add(c);
+    // Every child serves, and knows the others: the group's /metrics (from whichever child answers) has
+    // a series of each (its `process` label is its index).
+    await pollUntil('every Parley child in the group\'s /metrics', async () => {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      return Array.from({ length: n }, (_, i) => text.includes(`process="${i}"`)).every(Boolean) ? true : undefined;
+    }, { proc: p, timeoutMs: 30_000, everyMs: 200 });
+  }
   const apiKey = creds.api_key!;
+  const stopPrimary = p.stop.bind(p);
   return Object.assign(p, {
     url, port, apiKey, dataDir,
     organizationId: creds.organization_id ?? '',
     knowledgeBaseId: creds.knowledge_base_id ?? '',
+    ...(children ? { children } : {}),
+    pids: [p.pid, ...(children ?? [])],
+    async stop(graceMs?: number) {
+      await stopPrimary(graceMs);
+      // The primary passes SIGTERM on and waits for its children; one it left (killed itself) must not stay.
+      for (const c of children ?? []) {
+        try { process.kill(c, 'SIGKILL'); } catch { /* gone, as it should be */ }
+        adopted.delete(c);
+      }
+    },
     async createAgent(model: string, instructions?: string): Promise<string> {
       const res = await fetch(`${url}/v1/agents`, {
         method: 'POST',
@@ -276,11 +337,14 @@ export interface FloorProc extends Owned {
 
 /**
  * Starts bench/floor/server.ts (uWS + undici + eventsource-parser, no auth/store) on `upstreamUrl`;
- * `connections` caps its upstream pool (default 4096, Parley's default PARLEY_OPENAI_CONNECTIONS).
+ * `connections` caps its upstream pool (default 4096, Parley's default PARLEY_OPENAI_CONNECTIONS). `port`:
+ * 0 (default) for any free one, or a fixed one: uSockets binds with SO_REUSEPORT, so two floors started
+ * on the same fixed port both listen there and the kernel spreads new connections over them (two relays
+ * on one port). The port must be fixed for both: Linux does not share a port it picked for a bind to 0.
  */
-export async function startFloorServer(root: string, upstreamUrl: string, connections = 4096): Promise<FloorProc> {
-  const p = spawnNode('floor', join(root, 'dist/bench/floor/server.js'), {
-    args: ['--port', '0', '--upstream', upstreamUrl, '--connections', String(connections)],
+export async function startFloorServer(root: string, upstreamUrl: string, connections = 4096, port = 0, name = 'floor'): Promise<FloorProc> {
+  const p = spawnNode(name, join(root, 'dist/bench/floor/server.js'), {
+    args: ['--port', String(port), '--upstream', upstreamUrl, '--connections', String(connections)],
     cwd: root,
   });
   const ready = await readyLine<{ url: string; port: number }>(p);

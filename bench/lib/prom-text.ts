@@ -93,3 +93,30 @@ export function loopDelayFromMetrics(text: string): LoopDelay | string {
     resolutionSource: source,
   };
 }
+
+/** The labels of a `name{labels}` key of {@link parsePromText}, as a map (values unescaped); {} without labels. */
+export function labelsOf(key: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  // A metric name holds no `="`: every match is a label.
+  for (const m of key.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) out[m[1]!] = m[2]!.replace(/\\(.)/g, (_x, c: string) => (c === 'n' ? '\n' : c));
+  return out;
+}
+
+/**
+ * The samples of metric `name` in a /metrics text, summed by the value of label `by` (samples without it
+ * are left out), counting only those whose labels include every pair of `where`. For a PARLEY_PROCESSES
+ * group (each series labelled `process`): `sumBy(text, 'parley_turns_total', 'process', {outcome:
+ * 'succeeded'})` -> `{"0": 812, "1": 790}`.
+ */
+export function sumBy(text: string, name: string, by: string, where: Record<string, string> = {}): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, value] of parsePromText(text)) {
+    if (!key.startsWith(`${name}{`)) continue; // (a sample without labels has no `by` label)
+    const labels = labelsOf(key);
+    const v = labels[by];
+    if (v === undefined) continue;
+    if (!Object.entries(where).every(([k, w]) => labels[k] === w)) continue;
+    out[v] = (out[v] ?? 0) + value;
+  }
+  return out;
+}

@@ -18,6 +18,11 @@ export interface Target {
   flavor: Flavor;
   /** The whole HTTP request (head + body), built once with {@link buildRequest}. */
   request: Buffer;
+  /**
+   * With {@link TargetSpec.bodies}: one whole request per body, sent in turn (round robin over every
+   * connection of this target; `next` is the index of the next one). Absent: `request` every time.
+   */
+  rotation?: { requests: Buffer[]; next: number };
 }
 
 /** The serializable description of a target (the runner sends these to the load generator). */
@@ -29,10 +34,17 @@ export interface TargetSpec {
   path: string;
   headers: Record<string, string>;
   body: string;
+  /**
+   * Several bodies to send in turn instead of `body` (e.g. one per conversation continued), each request
+   * the next one, round robin.
+   */
+  bodies?: string[];
 }
 
 export function buildTarget(spec: TargetSpec): Target {
-  return { name: spec.name, port: spec.port, flavor: spec.flavor, request: buildRequest(spec) };
+  const t: Target = { name: spec.name, port: spec.port, flavor: spec.flavor, request: buildRequest(spec) };
+  if (spec.bodies !== undefined && spec.bodies.length > 0) t.rotation = { requests: spec.bodies.map((body) => buildRequest({ ...spec, body })), next: 0 };
+  return t;
 }
 
 export function buildRequest(spec: Pick<TargetSpec, 'method' | 'path' | 'port' | 'headers' | 'body'>): Buffer {
@@ -399,7 +411,8 @@ export class Conn {
       return ex;
     }
     this.current = ex;
-    this.socket.write(this.target.request);
+    const r = this.target.rotation;
+    this.socket.write(r === undefined ? this.target.request : r.requests[r.next++ % r.requests.length]!);
     return ex;
   }
 
@@ -413,12 +426,18 @@ export class Conn {
   }
 }
 
-/** Keep-alive connections to one target: reuse an idle one, else connect. */
+/**
+ * Keep-alive connections to one target: reuse an idle one, else connect. By default the most recently
+ * released idle connection is reused (a stack); with `pick: 'random'` a uniformly random idle one, so that
+ * requests spread over every pre-opened connection, and so over every process the kernel gave them to when
+ * several processes listen on one port (SO_REUSEPORT picks a listener per connection, by a hash of its
+ * addresses and ports: a stack would keep reusing the few connections on top).
+ */
 export class ConnPool {
   private readonly idle: Conn[] = [];
   readonly all = new Set<Conn>();
 
-  constructor(private readonly target: Target) {}
+  constructor(private readonly target: Target, private readonly pick: 'stack' | 'random' = 'stack') {}
 
   /**
    * Opens up to `n` connections before a measurement (in batches of `batch`, each awaited, so the
@@ -440,6 +459,15 @@ export class ConnPool {
   }
 
   acquire(): Conn {
+    if (this.pick === 'random') {
+      while (this.idle.length > 0) {
+        const i = Math.floor(Math.random() * this.idle.length);
+        const c = this.idle[i]!;
+        this.idle[i] = this.idle[this.idle.length - 1]!;
+        this.idle.pop();
+        if (c.reusable) return c;
+      }
+    }
     for (let c = this.idle.pop(); c; c = this.idle.pop()) if (c.reusable) return c;
     const c = new Conn(this.target, (dead) => this.all.delete(dead));
     this.all.add(c);

@@ -5,11 +5,20 @@ export type Series = 'parley' | 'baseline' | 'floor' | 'portkey' | 'direct';
 export interface Panel {
   title: string;
   unit: string;
-  groups: { label: string; values: Partial<Record<Series, number | null>> }[];
+  /** Values by series key: the five targets, or the keys of the chart's own {@link ChartSeries}. */
+  groups: { label: string; values: Partial<Record<string, number | null>> }[];
+}
+
+/** One bar of every group, when a chart's bars are not the five targets: its key in the values, its legend label. */
+export interface ChartSeries {
+  key: string;
+  label: string;
 }
 
 const COLORS: Record<Series, string> = { parley: '#2563eb', baseline: '#f97316', floor: '#16a34a', portkey: '#a21caf', direct: '#6b7280' };
-const SERIES: Series[] = ['parley', 'baseline', 'floor', 'portkey', 'direct'];
+const TARGET_SERIES: ChartSeries[] = (['parley', 'baseline', 'floor', 'portkey', 'direct'] as const).map((s) => ({ key: s, label: s === 'direct' ? 'direct upstream' : s }));
+/** Colours of named series, in order. */
+const PALETTE = ['#2563eb', '#93c5fd', '#16a34a', '#86efac', '#6b7280', '#f97316', '#a21caf'];
 
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -31,7 +40,9 @@ const CHAR_W = 6.2;
  * labels wider than their group (at about {@link CHAR_W} px a character) are written vertically, reading
  * upwards, and their panel grows by their length, so they overlap neither each other nor the next panel.
  */
-export function barChart(title: string, panels: Panel[]): string {
+export function barChart(title: string, panels: Panel[], series?: ChartSeries[]): string {
+  const bars = series ?? TARGET_SERIES;
+  const color = (i: number): string => (series === undefined ? COLORS[TARGET_SERIES[i]!.key as Series] : PALETTE[i % PALETTE.length]!);
   const width = 960;
   const panelBaseH = 260;
   const top = 40;
@@ -54,15 +65,16 @@ export function barChart(title: string, panels: Panel[]): string {
   out.push(`<rect width="100%" height="100%" fill="white"/>`);
   out.push(`<text x="${width / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">${esc(title)}</text>`);
   // Legend
-  SERIES.forEach((s, i) => {
-    const x = width - right - 500 + i * 100;
-    out.push(`<rect x="${x}" y="${height - 22}" width="12" height="12" fill="${COLORS[s]}"/><text x="${x + 16}" y="${height - 12}">${s === 'direct' ? 'direct upstream' : s}</text>`);
+  const legendW = Math.max(100, ...bars.map((s) => 24 + s.label.length * CHAR_W));
+  bars.forEach((s, i) => {
+    const x = width - right - bars.length * legendW + i * legendW;
+    out.push(`<rect x="${x}" y="${height - 22}" width="12" height="12" fill="${color(i)}"/><text x="${x + 16}" y="${height - 12}">${esc(s.label)}</text>`);
   });
   panels.forEach((p, pi) => {
     const y0 = top + offsets[pi]!;
     const { groupW, vertical } = layout[pi]!;
     out.push(`<text x="${left}" y="${y0 + 16}" font-size="12" font-weight="bold">${esc(p.title)} (${esc(p.unit)})</text>`);
-    const vals = p.groups.flatMap((g) => SERIES.map((s) => g.values[s]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v)));
+    const vals = p.groups.flatMap((g) => bars.map((s) => g.values[s.key]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v)));
     const hi = Math.max(0, ...vals);
     const lo = Math.min(0, ...vals);
     const span = hi - lo || 1;
@@ -75,19 +87,19 @@ export function barChart(title: string, panels: Panel[]): string {
       out.push(`<text x="${left - 6}" y="${yOf(t) + 4}" text-anchor="end" fill="#555">${label(t)}</text>`);
       out.push(`<line x1="${left}" y1="${yOf(t)}" x2="${width - right}" y2="${yOf(t)}" stroke="#eee"/>`);
     }
-    const barW = Math.min(40, (groupW - 16) / SERIES.length);
+    const barW = Math.min(40, (groupW - 16) / bars.length);
     p.groups.forEach((g, gi) => {
-      const gx = left + gi * groupW + (groupW - barW * SERIES.length) / 2;
-      SERIES.forEach((s, si) => {
-        const v = g.values[s];
+      const gx = left + gi * groupW + (groupW - barW * bars.length) / 2;
+      bars.forEach((s, si) => {
+        const v = g.values[s.key];
         const x = gx + si * barW;
         if (typeof v !== 'number' || !Number.isFinite(v)) {
-          if (s in g.values) out.push(`<text x="${x + barW / 2}" y="${zeroY - 4}" text-anchor="middle" fill="#999">n/a</text>`);
+          if (s.key in g.values) out.push(`<text x="${x + barW / 2}" y="${zeroY - 4}" text-anchor="middle" fill="#999">n/a</text>`);
           return;
         }
         const y = Math.min(yOf(v), zeroY);
         const h = Math.max(1, Math.abs(yOf(v) - zeroY));
-        out.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[s]}"><title>${esc(`${g.label} ${s}: ${label(v)} ${p.unit}`)}</title></rect>`);
+        out.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${color(si)}"><title>${esc(`${g.label} ${s.label}: ${label(v)} ${p.unit}`)}</title></rect>`);
         const ty = v >= 0 ? y - 3 : y + h + 11;
         out.push(`<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${ty.toFixed(1)}" text-anchor="middle" font-size="9">${label(v)}</text>`);
       });

@@ -101,6 +101,22 @@ export class Metrics {
     collect: () => this.collectPool(),
   });
   #pool: (() => { checkouts: number; waitSeconds: number; timeouts: number }) | undefined;
+  /**
+   * Finished turns whose events are kept for replay (API.md "Chat": resume a turn's stream), and the
+   * memory the replay budget counts for them, bytes (PARLEY_TURN_REPLAY_BYTES bounds it; an estimate,
+   * src/runtime/turn/turn-registry.ts `retainedBytesOf`). Read at each scrape from the source given to
+   * {@link watchReplay}; absent until then.
+   */
+  readonly replayTurns = new Gauge({
+    name: 'parley_turn_replay_turns', help: 'Finished turns whose events are kept for replay', registers: [this.registry],
+    collect: () => this.collectReplay(),
+  });
+  readonly replayBytes = new Gauge({
+    name: 'parley_turn_replay_bytes', help: 'Memory the replay budget (PARLEY_TURN_REPLAY_BYTES) counts for the finished turns kept for replay, bytes (estimated)',
+    registers: [this.registry],
+    collect: () => this.collectReplay(),
+  });
+  #replay: (() => { channels: number; bytes: number }) | undefined;
   /** The event-loop delay sampler, shared with admission control (its `lagMs`). */
   readonly loop: LoopDelaySampler;
 
@@ -130,6 +146,18 @@ export class Metrics {
   /** Makes `parley_ingest_workers` read `source` (the ingestion pool's `threads` and `warmedUp`) at each scrape. */
   watchIngestion(source: () => { threads: number; warmedUp: number }): void {
     this.#ingestion = source;
+  }
+
+  /** Makes `parley_turn_replay_turns` and `parley_turn_replay_bytes` read `source` (the turn registry's `retained`) at each scrape. */
+  watchReplay(source: () => { channels: number; bytes: number }): void {
+    this.#replay = source;
+  }
+
+  private collectReplay(): void {
+    if (this.#replay === undefined) return;
+    const { channels, bytes } = this.#replay();
+    this.replayTurns.set(channels);
+    this.replayBytes.set(bytes);
   }
 
   /** Makes `parley_sqlite_commits_total` read `source` (the store's `commits()`, monotonic counts) at each scrape. */

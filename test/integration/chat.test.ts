@@ -7,6 +7,7 @@ import diagnostics from 'node:diagnostics_channel';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { startMockUpstream, type MockUpstream, type RecordedMessage } from '../helpers/mock-upstream.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { metricsText } from '../helpers/metrics.js';
 import { readSse, waitFor, type SseEvent } from '../helpers/sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -770,11 +771,11 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
       const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
       return m ? Number(m[1]) : 0;
     };
-    const before = await (await fetch(`${srv.url}/metrics`)).text();
+    const before = await metricsText(srv.url);
     const agent = await createAgent(srv, { name: 'Metrics echo', model: { provider: 'openai', name: 'echo' } });
     const { events } = await chatStream(srv, agent, { message: 'count me' });
     expect(d(events.at(-1)).type).toBe('done');
-    const after = await (await fetch(`${srv.url}/metrics`)).text();
+    const after = await metricsText(srv.url);
     const perAgent = `{provider="openai",model="echo",agent_id="${agent}"}`;
     for (const name of [`parley_turn_setup_seconds_count${perAgent}`, `parley_turn_first_token_seconds_count${perAgent}`,
       'parley_first_token_relay_seconds_count{provider="openai"}', 'parley_turns_total{outcome="succeeded"}']) {
@@ -789,11 +790,11 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     };
     const model = 'parley_model_first_token_seconds';
     const first = 'parley_turn_first_token_seconds';
-    const before = await (await fetch(`${srv.url}/metrics`)).text();
+    const before = await metricsText(srv.url);
     const slow = await createAgent(srv, { name: 'Slow first token', model: { provider: 'openai', name: 'mock-deltas-2-ttft-150' } });
     const { events } = await chatStream(srv, slow, { message: 'take your time' });
     expect(d(events.at(-1)).type).toBe('done');
-    const after = await (await fetch(`${srv.url}/metrics`)).text();
+    const after = await metricsText(srv.url);
     expect(value(after, `${model}_count{provider="openai"}`)).toBe(value(before, `${model}_count{provider="openai"}`) + 1);
     const modelS = value(after, `${model}_sum{provider="openai"}`) - value(before, `${model}_sum{provider="openai"}`);
     const firstS = value(after, `${first}_sum{provider="openai",model="mock-deltas-2-ttft-150",agent_id="${slow}"}`);
@@ -804,23 +805,23 @@ describe('chat (main server: builtin word delay 30 ms, model timeout 500 ms, 1 q
     // The builtin model has no upstream: nothing observed for it.
     const builtin = await createAgent(srv, { name: 'Builtin', model: { provider: 'builtin', name: 'parley-builtin' } });
     await chatStream(srv, builtin, { message: 'hello' });
-    const last = await (await fetch(`${srv.url}/metrics`)).text();
+    const last = await metricsText(srv.url);
     expect(last).not.toMatch(/parley_model_first_token_seconds_count\{provider="builtin"\}/);
     expect(value(last, `${first}_count{provider="builtin",model="parley-builtin",agent_id="${builtin}"}`)).toBe(1);
   });
 
   it('publishes the event-loop delay since the previous scrape on /metrics', async () => {
     const maxOf = (text: string) => Number(/^parley_event_loop_delay_seconds\{quantile="1"\} (\S+)$/m.exec(text)![1]);
-    await (await fetch(`${srv.url}/metrics`)).text(); // resets the window
+    await metricsText(srv.url); // resets the window
     const until = performance.now() + 120;
     while (performance.now() < until) { /* the server shares this event loop: it is 120 ms late */ }
     await new Promise((r) => setTimeout(r, 20));
-    const stalled = await (await fetch(`${srv.url}/metrics`)).text();
+    const stalled = await metricsText(srv.url);
     expect(maxOf(stalled)).toBeGreaterThanOrEqual(0.1);
     expect(stalled).toMatch(/^parley_eventloop_resolution_seconds 0\.01$/m);
     await new Promise((r) => setTimeout(r, 20));
     // The window was reset by that scrape: the stall is no longer in it.
-    expect(maxOf(await (await fetch(`${srv.url}/metrics`)).text())).toBeLessThan(0.1);
+    expect(maxOf(await metricsText(srv.url))).toBeLessThan(0.1);
   });
 });
 

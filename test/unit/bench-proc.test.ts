@@ -1,8 +1,13 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { cpuSeconds, cpuTimes, mainThreadCpuSeconds } from '../../bench/lib/proc.js';
+import { childPids, cpuSeconds, cpuTimes, mainThreadCpuSeconds } from '../../bench/lib/proc.js';
 
 const onLinux = process.platform === 'linux';
+
+/** A process that prints its pid and waits. */
+const WAIT = `process.stdout.write(process.pid + '\\n'); setInterval(() => {}, 1000);`;
+/** A process that starts a WAIT child, then prints its pid and waits. */
+const GRANDPARENT = `require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(WAIT)}], { stdio: ['ignore', 'inherit', 'inherit'] }); ${WAIT}`;
 
 /**
  * A child process that burns CPU by its own clocks, however busy the machine is: 300 ms in a worker thread,
@@ -67,5 +72,37 @@ describe.skipIf(!onLinux)('bench /proc readers (Linux only: they read /proc)', (
     expect(mainThreadCpuSeconds(2 ** 30)).toBeNaN();
     expect(cpuSeconds(2 ** 30)).toBeNaN();
     expect(cpuTimes(2 ** 30)).toEqual({ user: Number.NaN, sys: Number.NaN });
+  });
+
+  it('finds the children of a process (not its grandchildren), and none of a process without any', async () => {
+    // A parent with two children, one of which has a child of its own; each prints its pid, then waits.
+    const script = `const { spawn } = require('node:child_process');
+      for (const code of ${JSON.stringify([WAIT, GRANDPARENT])}) spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'inherit', 'inherit'] });
+      process.stdout.write('parent ' + process.pid + '\\n');
+      setInterval(() => {}, 1000);`;
+    const parent = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    try {
+      const pids = await new Promise<number[]>((resolve, reject) => {
+        let out = '';
+        parent.stdout.on('data', (c: Buffer) => {
+          out += c.toString();
+          const lines = out.split('\n').filter((l) => l !== '');
+          if (lines.length === 4) resolve(lines.filter((l) => !l.startsWith('parent')).map(Number));
+        });
+        parent.once('error', reject);
+      });
+      const children = childPids(parent.pid!);
+      expect(children).toHaveLength(2);
+      // The three printed pids are two children and one grandchild: exactly two of them are the children.
+      expect(pids.filter((p) => children.includes(p))).toHaveLength(2);
+      expect(children).toEqual([...children].sort((a, b) => a - b));
+      // Only numbered entries count (not /proc/self, a link to this very process): this process once.
+      expect(childPids(process.ppid).filter((p) => p === process.pid)).toEqual([process.pid]);
+      expect(childPids(process.ppid).every(Number.isInteger)).toBe(true);
+      expect(childPids(children[0]!).length + childPids(children[1]!).length).toBe(1);
+      expect(childPids(2 ** 30)).toEqual([]);
+    } finally {
+      process.kill(-parent.pid!, 'SIGKILL');
+    }
   });
 });

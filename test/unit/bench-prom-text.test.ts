@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loopDelayFromMetrics, parsePromText, type LoopDelay } from '../../bench/lib/prom-text.js';
+import { labelsOf, loopDelayFromMetrics, parsePromText, sumBy, type LoopDelay } from '../../bench/lib/prom-text.js';
 
 /** The delay, or a thrown Error with the reason (fails the test). */
 function delay(text: string): LoopDelay {
@@ -80,5 +80,44 @@ describe('bench loopDelayFromMetrics', () => {
 
   it('says so when the metrics are absent', () => {
     expect(loopDelayFromMetrics('process_cpu_seconds_total 1\n')).toBe('no nodejs_eventloop_lag_p99_seconds / _max_seconds in /metrics');
+  });
+});
+
+/** A group's /metrics as Parley serves it with PARLEY_PROCESSES=2 (every series labelled by its process). */
+const GROUP = [
+  '# HELP parley_turns_total Finished turns by outcome',
+  '# TYPE parley_turns_total counter',
+  'parley_turns_total{outcome="succeeded",process="0"} 812',
+  'parley_turns_total{outcome="failed",process="0"} 3',
+  'parley_turns_total{outcome="succeeded",process="1"} 790',
+  'parley_turns_total_extra{outcome="succeeded",process="1"} 5',
+  'parley_sqlite_commits_total{synchronous="full",process="0"} 100',
+  'parley_sqlite_commits_total{synchronous="normal",process="0"} 7',
+  'parley_sqlite_commits_total{synchronous="full",process="1"} 90',
+  'parley_sqlite_commits_total{synchronous="full"} 1',
+  'process_cpu_seconds_total 4',
+  'parley_turns 9',
+].join('\n');
+
+describe('bench labelsOf', () => {
+  it('reads the labels of a sample key, escaped quotes and backslashes included', () => {
+    expect(labelsOf('a{x="1",y="two words"}')).toEqual({ x: '1', y: 'two words' });
+    expect(labelsOf('a{path="say \\"hi\\"",dir="C:\\\\"}')).toEqual({ path: 'say "hi"', dir: 'C:\\' });
+    expect(labelsOf('plain_metric')).toEqual({});
+    expect(labelsOf('a{text="two\\nlines",empty=""}')).toEqual({ text: 'two\nlines', empty: '' });
+  });
+});
+
+describe('bench sumBy', () => {
+  it('sums one metric by a label, keeping only the samples that match every given label', () => {
+    expect(sumBy(GROUP, 'parley_turns_total', 'process', { outcome: 'succeeded' })).toEqual({ 0: 812, 1: 790 });
+    expect(sumBy(GROUP, 'parley_turns_total', 'process')).toEqual({ 0: 815, 1: 790 });
+  });
+
+  it('leaves out samples without the label and metrics whose name only starts the same', () => {
+    expect(sumBy(GROUP, 'parley_sqlite_commits_total', 'process')).toEqual({ 0: 107, 1: 90 });
+    expect(sumBy(GROUP, 'parley_turns_total', 'outcome', { process: '1' })).toEqual({ succeeded: 790 });
+    expect(sumBy(GROUP, 'process_cpu_seconds_total', 'process')).toEqual({});
+    expect(sumBy(GROUP, 'parley_turns', 'process')).toEqual({});
   });
 });
