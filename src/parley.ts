@@ -50,6 +50,7 @@ import { SseHub } from './transport/sse/sse-writer.js';
 import { loadDashboard, loadWidget } from './transport/static/static-site.js';
 import { loadWidgetPreview } from './transport/static/widget-preview.js';
 import { startUwsServer } from './transport/uws/server.js';
+import { ClientAddresses } from './net/trusted-proxies.js';
 import { internalRoutes } from './transport/http/routes/internal.js';
 import { newId } from './ids/ids.js';
 import { PeerClient } from './cluster/peer-client.js';
@@ -64,7 +65,7 @@ export { INTERRUPTED };
 
 /** A running Parley instance. */
 export interface Parley {
-  /** `http://127.0.0.1:<port>` (or the configured host). */
+  /** `http://127.0.0.1:<port>` (or the configured host; `https://` with TLS). */
   url: string;
   port: number;
   /** What route handlers call. */
@@ -90,6 +91,12 @@ export interface Parley {
    * finished its own start-up work (the first-start bootstrap and its credentials file).
    */
   ready(): void;
+  /**
+   * Reads PARLEY_TLS_CERT_FILE and PARLEY_TLS_KEY_FILE again (SIGHUP): new connections get the new
+   * certificate, open ones keep theirs (UwsServer.reloadTls). Resolves false without TLS. Throws when the
+   * files do not load, keeping the certificate in use.
+   */
+  reloadTls(): Promise<boolean>;
   /**
    * Graceful stop (SIGTERM): stop accepting connections, refuse new turns, let running turns finish
    * up to `shutdownGraceMs`, then close streams, the worker pool and the store.
@@ -211,6 +218,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   if (!widget.available) logger.warn({ dir: config.widgetDir }, 'the widget is not built (npm run build): /widget.js answers 404');
   const server = await startUwsServer({
     host: config.host, port: config.port, router: new Router([...routes, ...internal]), internalPort: config.cluster.internalPort,
+    tls: config.tls,
+    clientAddress: config.proxies.trusted.empty ? undefined : clientAddressOf(new ClientAddresses(config.proxies.trusted, config.proxies.header)),
     dispatch: createDispatcher(access, (publicKey) => services.public.allowedOrigins(publicKey),
       (req) => verifyInternal(clusterSecret, req.headers[INTERNAL_HEADER], req.method, req.path, req.body) !== undefined),
     sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard, widget, loadWidgetPreview()],
@@ -218,7 +227,9 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     allowedOrigins: (publicKey) => services.public.allowedOrigins(publicKey),
   });
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  if (self.url === '') self.url = `http://${shownHost}:${server.internalPort ?? server.port}`;
+  const scheme = server.tls ? 'https' : 'http';
+  // The internal port is plain HTTP even with TLS on (with TLS it serves only the neighbours: docs/operations.md "TLS").
+  if (self.url === '') self.url = server.internalPort !== undefined ? `http://${shownHost}:${server.internalPort}` : `${scheme}://${shownHost}:${server.port}`;
   // Recovery by the living: registered, neighbours that are gone found (their work taken over), then the
   // leases this process holds renewed and abandoned ones swept.
   await registry.start(peers, config.cluster.replaces);
@@ -227,7 +238,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
 
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${shownHost}:${server.port}`,
+    url: `${scheme}://${shownHost}:${server.port}`,
     port: server.port,
     services,
     store,
@@ -240,6 +251,11 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     self,
     logger,
     ready() { started = true; },
+    async reloadTls() {
+      if (!server.tls) return false;
+      await server.reloadTls();
+      return true;
+    },
     close() {
       closing ??= (async () => {
         // The record says "draining" before the port closes: neighbours that find it closed then wait for
@@ -270,6 +286,11 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
       return closing;
     },
   };
+}
+
+/** The transport's client-address hook over a resolver (a bound method, built once). */
+function clientAddressOf(resolver: ClientAddresses): (peer: string, headers: Readonly<Record<string, string>>) => string {
+  return (peer, headers) => resolver.resolve(peer, headers);
 }
 
 /** Parley's version (package.json), for the webhook User-Agent `Parley/<version>`. */
