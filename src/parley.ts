@@ -36,6 +36,8 @@ import { MemberService } from './runtime/services/members.js';
 import { SessionService } from './runtime/services/sessions.js';
 import { ConversationService } from './runtime/services/conversations.js';
 import { HealthService } from './runtime/services/health.js';
+import { OrganizationService } from './runtime/services/organization.js';
+import { RetentionSweep } from './runtime/retention/retention-sweep.js';
 import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
 import type { Store } from './store/ports.js';
 import { withApiKeyCache } from './store/cached-api-keys.js';
@@ -182,6 +184,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const access = new AccessService(store, accessTokens, accessCache);
   const feed = new FeedFollower(store.feed, { logger, pollMs: config.feedPollMs });
   followRemoteEvents(feed, { selfId: self.id, live, store, remote: chat.remote!, urlOf: (id) => registry.urlOf(id), logger });
+  // A conversation erased by another process: its sockets and mirrors here go too.
+  feed.onEntry((e) => { if (e.kind === 'erased' && e.origin !== self.id) chat.conversationErased(e.conversation_id); });
   const stopAccessChanges = followAccessChanges(feed, {
     store, access: accessCache, apiKeys: store.apiKeys, agents: agentDirectory, live, logger,
     webhooksChanged: (orgId) => { dispatcher.reloadOrg(orgId).catch((err: unknown) => logger.error({ err, org_id: orgId }, 'could not reload webhook endpoints')); },
@@ -200,6 +204,10 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     health: new HealthService(store, () => chat.isDraining, () => started),
     webhooks: new WebhookService(store, dispatcher, outbox, config.webhooks.allowPrivate),
     usage: new UsageService(store),
+    organization: new OrganizationService(store, config.retentionDays),
+    retention: new RetentionSweep({
+      store, erase: (orgId, id) => chat.control.erase(orgId, id), defaultDays: config.retentionDays, logger,
+    }),
     metricsText: () => metrics.text(),
   };
   const routes = apiRoutes(services);
@@ -234,6 +242,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   // leases this process holds renewed and abandoned ones swept.
   await registry.start(peers, config.cluster.replaces);
   await chat.placement.start();
+  services.retention.start();
   if (!opts.deferReady) started = true;
 
   let closing: Promise<void> | undefined;
@@ -263,6 +272,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
         // The internal port, when there is one, stays open for them until the end.
         await registry.draining();
         server.stopListening('public');
+        await services.retention.stop();
         await chat.drain(config.shutdownGraceMs);
         await feed.stop();
         stopAccessChanges();
