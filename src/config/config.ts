@@ -86,6 +86,13 @@ const EnvSchema = z.object({
 });
 
 /**
+ * Every environment variable the configuration reads, in schema order, with `PARLEY_TOOL_SECRET_<NAME>`
+ * standing for the secrets of HTTP tools (read by prefix). README.md "Configuration" lists exactly these
+ * (test/unit/docs-truth.test.ts).
+ */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze([...Object.keys(EnvSchema.shape), `${TOOL_SECRET_ENV_PREFIX}<NAME>`]);
+
+/**
  * Ingestion workers by default: 1 on a machine with 2 cores or fewer, else 2. Measured on 2 vCPUs
  * (bench ingest, 2026-11-23): a second worker added no throughput (1.56 vs 1.54 MB/s: the machine is
  * CPU-bound, the main thread stores the chunks) and doubled a running stream's inter-token gap p99

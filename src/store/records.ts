@@ -359,7 +359,7 @@ export interface ToolRunRecord {
 export interface OutboxEvent {
   /** `evt_...` */
   id: string;
-  /** One of the nine events (src/vocabulary/webhook.ts), or `webhook.test` for a test delivery. */
+  /** One of the events of src/vocabulary/webhook.ts, or `webhook.test` for a test delivery. */
   type: string;
   org_id: string;
   created_at: string;
@@ -374,7 +374,7 @@ export interface WebhookEndpointRecord {
   org_id: string;
   url: string;
   description: string | null;
-  /** Event names subscribed to, or `["*"]` for all nine. */
+  /** Event names subscribed to, or `["*"]` for all of them. */
   events: string[];
   enabled: boolean;
   /** Why it is disabled (null while enabled). */
