@@ -5785,7 +5785,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The nine events */
+            /** @description The nine events of SPEC.md 6.2, and conversation.deleted */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5832,7 +5832,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The nine events */
+            /** @description The nine events of SPEC.md 6.2, and conversation.deleted */
             200: {
                 headers: {
                     [name: string]: unknown;
