@@ -153,7 +153,7 @@ export class ClientAddresses {
     if (chain === undefined) return peerText;
     let client = peerText;
     for (let i = chain.length - 1; i >= 0; i--) {
-      const ip = chain[i] === '' ? undefined : parseAddress(chain[i]!);
+      const ip = parseAddress(chain[i]!);
       if (ip === undefined) break;
       client = ip.toString();
       if (!this.trusted.trustsIp(ip)) break;

@@ -87,6 +87,24 @@ describe('behind a trusted proxy (PARLEY_TRUSTED_PROXIES=loopback)', () => {
   });
 });
 
+describe('sign-in throttling behind a trusted proxy', () => {
+  it('failed sign-ins count per forwarded address: one client\'s failures do not throttle another', async () => {
+    const srv = await startTestServer({ PARLEY_TRUSTED_PROXIES: 'loopback', PARLEY_LOGIN_FAILURES_PER_ADDRESS: '2' });
+    servers.push(srv);
+    const login = async (address: string, n: number) => {
+      const r = await fetch(`${srv.url}/v1/auth/login`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': address },
+        body: JSON.stringify({ email: `nobody${n}@example.com`, password: 'wrong password' }),
+      });
+      await r.arrayBuffer();
+      return r.status;
+    };
+    expect([await login('203.0.113.50', 1), await login('203.0.113.50', 2)]).toEqual([401, 401]);
+    expect(await login('203.0.113.50', 3)).toBe(429);
+    expect(await login('203.0.113.51', 4)).toBe(401);
+  });
+});
+
 describe('without a trusted proxy', () => {
   it('a forged X-Forwarded-For changes nothing: every request counts for the socket peer', async () => {
     const { srv, pk } = await serverWith({});

@@ -2,7 +2,7 @@
  * The client-address rule behind proxies (src/net/trusted-proxies.ts): which ranges PARLEY_TRUSTED_PROXIES
  * names, how the Forwarded and X-Forwarded-For chains read, and which address is the client.
  */
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { ClientAddresses, forwardedChain, parseAddress, TrustedProxies } from '../../src/net/trusted-proxies.js';
 
@@ -27,6 +27,10 @@ describe('TrustedProxies', () => {
     for (const a of ['203.0.114.0', '2001:db8:2::1', '198.51.100.8', '2001:db8::a', '192.0.3.0', 'not an address', '']) expect(t.trusts(a), a).toBe(false);
     expect(t.empty).toBe(false);
     expect(new TrustedProxies(['', ' ']).empty).toBe(true);
+    expect(new TrustedProxies(['10.0.0.0/8']).empty).toBe(false);
+    expect(new TrustedProxies(['::1']).empty).toBe(false);
+    // The whole IPv4-mapped space, written as IPv6, is every IPv4 address.
+    expect(new TrustedProxies(['::ffff:0.0.0.0/96']).trusts('8.8.8.8')).toBe(true);
     for (const bad of ['10.0.0.0/33', 'localhost', '10.0.0', '::1/129', '10.0.0.1/8x']) {
       expect(() => new TrustedProxies([bad]), bad).toThrow(`"${bad}" is not a CIDR`);
     }
@@ -63,7 +67,9 @@ describe('forwardedChain', () => {
 });
 
 describe('ClientAddresses.resolve', () => {
-  const behindLoopback = new ClientAddresses(new TrustedProxies(['loopback', '10.0.0.0/8']));
+  // Built in each test (not at collection time), so mutation testing sees which test runs the constructor.
+  let behindLoopback: ClientAddresses;
+  beforeEach(() => { behindLoopback = new ClientAddresses(new TrustedProxies(['loopback', '10.0.0.0/8'])); });
 
   it('without trusted proxies: the socket peer as given, whatever the headers say', () => {
     const none = new ClientAddresses(new TrustedProxies([]));
