@@ -67,7 +67,7 @@ describe('readiness from the first moment', () => {
     expect(ready).toEqual({ status: 200, body: { status: 'ready', store: 'sqlite' }, file: true });
     expect(output()).toContain(`listening on http://127.0.0.1:${port}, TLS off (plain HTTP)`);
 
-    // A drain answers 503 draining, and the port closes.
+    // SIGTERM: a clean exit (503 draining during a drain: test/integration/readiness.test.ts).
     child.kill('SIGTERM');
     expect(await exitOf(child)).toBe(0);
   });
