@@ -129,8 +129,10 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   if (store.commits !== undefined) metrics.watchCommits(store.commits.bind(store));
   const outbox = new Outbox();
   const knowledge = new KnowledgeService(store, pool, bus, logger, outbox, embedder);
-  // Ready (GET /readyz) once start-up recovery is done, and the first-start bootstrap when the caller runs one.
+  // Ready (GET /readyz) once start-up recovery is done, and the first-start bootstrap when the caller runs one;
+  // `draining` from the first moment of close(), before anything it awaits.
   let started = false;
+  let draining = false;
   // This process among those serving the store (DESIGN.md "Several processes"); its address is known
   // once the server listens (port 0 in tests), before the first request is served.
   const self: LeaseOwner = { id: newId('proc'), url: config.cluster.advertiseUrl ?? '' };
@@ -201,7 +203,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     public: new PublicService(store, agentDirectory, chat, config.publicLimits),
     knowledgeBases: new KnowledgeBaseService(store, knowledge, search),
     conversations: new ConversationService(store),
-    health: new HealthService(store, () => chat.isDraining, () => started),
+    health: new HealthService(store, () => draining || chat.isDraining, () => started),
     webhooks: new WebhookService(store, dispatcher, outbox, config.webhooks.allowPrivate),
     usage: new UsageService(store),
     organization: new OrganizationService(store, config.retentionDays),
@@ -266,6 +268,7 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
       return true;
     },
     close() {
+      draining = true;
       closing ??= (async () => {
         // The record says "draining" before the port closes: neighbours that find it closed then wait for
         // this process's heartbeat instead of taking its conversations over (src/cluster/process-registry.ts).
