@@ -39,6 +39,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // SIGHUP reloads the TLS certificate and key (docs/operations.md "TLS"); without TLS it does nothing
+  // (rather than Node's default for SIGHUP, which is to exit).
+  process.on('SIGHUP', () => {
+    parley.reloadTls().then((reloaded) => {
+      if (!reloaded) logger.info('SIGHUP: TLS is off (PARLEY_TLS_CERT_FILE unset), nothing to reload');
+    }, (err: unknown) => logger.error({ err }, 'SIGHUP: the TLS files did not load; the certificate in use stays'));
+  });
 
   if (config.bootstrap) {
     const creds = await bootstrapIfEmpty({

@@ -36,6 +36,8 @@ import { MemberService } from './runtime/services/members.js';
 import { SessionService } from './runtime/services/sessions.js';
 import { ConversationService } from './runtime/services/conversations.js';
 import { HealthService } from './runtime/services/health.js';
+import { OrganizationService } from './runtime/services/organization.js';
+import { RetentionSweep } from './runtime/retention/retention-sweep.js';
 import { KnowledgeBaseService } from './runtime/services/knowledge-bases.js';
 import type { Store } from './store/ports.js';
 import { withApiKeyCache } from './store/cached-api-keys.js';
@@ -51,6 +53,7 @@ import { SseHub } from './transport/sse/sse-writer.js';
 import { loadDashboard, loadWidget } from './transport/static/static-site.js';
 import { loadWidgetPreview } from './transport/static/widget-preview.js';
 import { startUwsServer } from './transport/uws/server.js';
+import { ClientAddresses } from './net/trusted-proxies.js';
 import { internalRoutes } from './transport/http/routes/internal.js';
 import { newId } from './ids/ids.js';
 import { PeerClient } from './cluster/peer-client.js';
@@ -65,7 +68,7 @@ export { INTERRUPTED };
 
 /** A running Parley instance. */
 export interface Parley {
-  /** `http://127.0.0.1:<port>` (or the configured host). */
+  /** `http://127.0.0.1:<port>` (or the configured host; `https://` with TLS). */
   url: string;
   port: number;
   /** What route handlers call. */
@@ -91,6 +94,12 @@ export interface Parley {
    * finished its own start-up work (the first-start bootstrap and its credentials file).
    */
   ready(): void;
+  /**
+   * Reads PARLEY_TLS_CERT_FILE and PARLEY_TLS_KEY_FILE again (SIGHUP): new connections get the new
+   * certificate, open ones keep theirs (UwsServer.reloadTls). Resolves false without TLS. Throws when the
+   * files do not load, keeping the certificate in use.
+   */
+  reloadTls(): Promise<boolean>;
   /**
    * Graceful stop (SIGTERM): stop accepting connections, refuse new turns, let running turns finish
    * up to `shutdownGraceMs`, then close streams, the worker pool and the store.
@@ -125,8 +134,10 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   if (store.commits !== undefined) metrics.watchCommits(store.commits.bind(store));
   if (store.pool !== undefined) metrics.watchPool(store.pool.bind(store));
   const outbox = new Outbox();
-  // Ready (GET /readyz) once start-up recovery is done, and the first-start bootstrap when the caller runs one.
+  // Ready (GET /readyz) once start-up recovery is done, and the first-start bootstrap when the caller runs one;
+  // `draining` from the first moment of close(), before anything it awaits.
   let started = false;
+  let draining = false;
   // This process among those serving the store (DESIGN.md "Several processes"); its address is known
   // once the server listens (port 0 in tests), before the first request is served.
   const self: LeaseOwner = { id: newId('proc'), url: config.cluster.advertiseUrl ?? '' };
@@ -183,6 +194,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   const access = new AccessService(store, accessTokens, accessCache);
   const feed = new FeedFollower(store.feed, { logger, pollMs: config.feedPollMs });
   followRemoteEvents(feed, { selfId: self.id, live, store, remote: chat.remote!, urlOf: (id) => registry.urlOf(id), logger });
+  // A conversation erased by another process: its sockets and mirrors here go too.
+  feed.onEntry((e) => { if (e.kind === 'erased' && e.origin !== self.id) chat.conversationErased(e.conversation_id); });
   const stopAccessChanges = followAccessChanges(feed, {
     store, access: accessCache, apiKeys: store.apiKeys, agents: agentDirectory, live, logger,
     webhooksChanged: (orgId) => { dispatcher.reloadOrg(orgId).catch((err: unknown) => logger.error({ err, org_id: orgId }, 'could not reload webhook endpoints')); },
@@ -198,9 +211,13 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     public: new PublicService(store, agentDirectory, chat, { ...config.publicLimits, processes: () => registry.size }),
     knowledgeBases: new KnowledgeBaseService(store, knowledge, search),
     conversations: new ConversationService(store),
-    health: new HealthService(store, () => chat.isDraining, config.metricsToken, () => started),
+    health: new HealthService(store, () => draining || chat.isDraining, config.metricsToken, () => started),
     webhooks: new WebhookService(store, dispatcher, outbox, config.webhooks.allowPrivate),
     usage: new UsageService(store),
+    organization: new OrganizationService(store, config.retentionDays),
+    retention: new RetentionSweep({
+      store, erase: (orgId, id) => chat.control.erase(orgId, id), defaultDays: config.retentionDays, logger,
+    }),
     metricsText: async () => {
       if (!config.cluster.groupChild) return metrics.text();
       // The whole group: every neighbour's metrics too, each series labelled by its process.
@@ -232,6 +249,8 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
   if (!widget.available) logger.warn({ dir: config.widgetDir }, 'the widget is not built (npm run build): /widget.js answers 404');
   const server = await startUwsServer({
     host: config.host, port: config.port, router: new Router([...routes, ...internal]), internalPort: config.cluster.internalPort,
+    tls: config.tls,
+    clientAddress: config.proxies.trusted.empty ? undefined : clientAddressOf(new ClientAddresses(config.proxies.trusted, config.proxies.header)),
     dispatch: createDispatcher(access, (publicKey) => services.public.allowedOrigins(publicKey),
       (req) => verifyInternal(clusterSecret, req.headers[INTERNAL_HEADER], req.method, req.path, req.body) !== undefined),
     sse, logger, metrics, bodyLimitBytes: config.bodyLimitBytes, rawBodyLimitBytes: config.documentLimitBytes, sites: [dashboard, widget, loadWidgetPreview()],
@@ -239,16 +258,19 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     allowedOrigins: (publicKey) => services.public.allowedOrigins(publicKey),
   });
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  if (self.url === '') self.url = `http://${shownHost}:${server.internalPort ?? server.port}`;
+  const scheme = server.tls ? 'https' : 'http';
+  // The internal port is plain HTTP even with TLS on (with TLS it serves only the neighbours: docs/operations.md "TLS").
+  if (self.url === '') self.url = server.internalPort !== undefined ? `http://${shownHost}:${server.internalPort}` : `${scheme}://${shownHost}:${server.port}`;
   // Recovery by the living: registered, neighbours that are gone found (their work taken over), then the
   // leases this process holds renewed and abandoned ones swept.
   await registry.start(peers, config.cluster.replaces);
   await chat.placement.start();
+  services.retention.start();
   if (!opts.deferReady) started = true;
 
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${shownHost}:${server.port}`,
+    url: `${scheme}://${shownHost}:${server.port}`,
     port: server.port,
     services,
     store,
@@ -261,13 +283,20 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
     self,
     logger,
     ready() { started = true; },
+    async reloadTls() {
+      if (!server.tls) return false;
+      await server.reloadTls();
+      return true;
+    },
     close() {
+      draining = true;
       closing ??= (async () => {
         // The record says "draining" before the port closes: neighbours that find it closed then wait for
         // this process's heartbeat instead of taking its conversations over (src/cluster/process-registry.ts).
         // The internal port, when there is one, stays open for them until the end.
         await registry.draining();
         server.stopListening('public');
+        await services.retention.stop();
         await chat.drain(config.shutdownGraceMs);
         await feed.stop();
         stopAccessChanges();
@@ -292,6 +321,11 @@ export async function startParley(config: Readonly<Config>, opts: { logger?: Log
       return closing;
     },
   };
+}
+
+/** The transport's client-address hook over a resolver (a bound method, built once). */
+function clientAddressOf(resolver: ClientAddresses): (peer: string, headers: Readonly<Record<string, string>>) => string {
+  return (peer, headers) => resolver.resolve(peer, headers);
 }
 
 /** Parley's version (package.json), for the webhook User-Agent `Parley/<version>`. */

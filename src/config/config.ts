@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { TOOL_SECRET_ENV_PREFIX } from '../vocabulary/agent.js';
+import { TrustedProxies, type ForwardedHeader } from '../net/trusted-proxies.js';
 
 const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number().int().min(min).max(max).default(def);
@@ -16,6 +17,11 @@ const bool = (def: boolean) =>
 const EnvSchema = z.object({
   PARLEY_HOST: z.string().default('0.0.0.0'),
   PARLEY_PORT: int(8080, 0, 65535),
+  PARLEY_TLS_CERT_FILE: z.string().optional(),
+  PARLEY_TLS_KEY_FILE: z.string().optional(),
+  PARLEY_TRUSTED_PROXIES: z.string().optional(),
+  PARLEY_FORWARDED_HEADER: z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'),
+  PARLEY_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   PARLEY_DATA_DIR: z.string().default('./data'),
   PARLEY_SQLITE_SYNCHRONOUS: z.enum(['full', 'normal']).default('full'),
   PARLEY_SQLITE_WRITER: z.enum(['worker', 'main']).default('worker'),
@@ -92,6 +98,13 @@ const EnvSchema = z.object({
 });
 
 /**
+ * Every environment variable the configuration reads, in schema order, with `PARLEY_TOOL_SECRET_<NAME>`
+ * standing for the secrets of HTTP tools (read by prefix). README.md "Configuration" lists exactly these
+ * (test/unit/docs-truth.test.ts).
+ */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze([...Object.keys(EnvSchema.shape), `${TOOL_SECRET_ENV_PREFIX}<NAME>`]);
+
+/**
  * Ingestion workers by default: 1 on a machine with 2 cores or fewer, else 2. Measured on 2 vCPUs
  * (bench ingest, 2026-11-23): a second worker added no throughput (1.56 vs 1.54 MB/s: the machine is
  * CPU-bound, the main thread stores the chunks) and doubled a running stream's inter-token gap p99
@@ -123,6 +136,21 @@ export const LOGIN_WINDOW_MS = 15 * 60_000;
 export interface Config {
   host: string;
   port: number;
+  /**
+   * HTTPS and WSS on the public port (PARLEY_TLS_CERT_FILE, PARLEY_TLS_KEY_FILE: PEM files, absolute
+   * paths), or undefined for plain HTTP. Both or neither. SIGHUP reads them again (docs/operations.md "TLS").
+   */
+  tls: { certFile: string; keyFile: string } | undefined;
+  /**
+   * Client addresses behind proxies (src/net/trusted-proxies.ts): the proxies whose `header`
+   * (PARLEY_FORWARDED_HEADER) is believed (PARLEY_TRUSTED_PROXIES; empty: none, the socket peer is the client).
+   */
+  proxies: { trusted: TrustedProxies; header: ForwardedHeader };
+  /**
+   * The default `retention_days` of an organization that has not set its own (PARLEY_RETENTION_DAYS):
+   * conversations with no activity for that many days are erased; undefined keeps everything.
+   */
+  retentionDays: number | undefined;
   dataDir: string;
   /**
    * SQLite `synchronous` in WAL mode: `full` syncs every commit (a stored message survives power loss);
@@ -301,6 +329,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error(`Invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  if ((e.PARLEY_TLS_CERT_FILE === undefined) !== (e.PARLEY_TLS_KEY_FILE === undefined)) {
+    throw new Error('Invalid configuration:\n  PARLEY_TLS_CERT_FILE and PARLEY_TLS_KEY_FILE: set both (HTTPS) or neither (plain HTTP)');
+  }
+  let trusted: TrustedProxies;
+  try {
+    trusted = new TrustedProxies((e.PARLEY_TRUSTED_PROXIES ?? '').split(','));
+  } catch (err) {
+    throw new Error(`Invalid configuration:\n  PARLEY_TRUSTED_PROXIES: ${(err as Error).message}`);
+  }
   if (e.PARLEY_EMBEDDINGS_MODEL !== undefined && e.PARLEY_OPENAI_BASE_URL === undefined) {
     throw new Error('Invalid configuration:\n  PARLEY_EMBEDDINGS_MODEL: needs PARLEY_OPENAI_BASE_URL (embeddings come from the OpenAI-compatible provider)');
   }
@@ -310,6 +347,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return Object.freeze({
     host: e.PARLEY_HOST,
     port: e.PARLEY_PORT,
+    tls: e.PARLEY_TLS_CERT_FILE !== undefined && e.PARLEY_TLS_KEY_FILE !== undefined
+      ? { certFile: resolve(e.PARLEY_TLS_CERT_FILE), keyFile: resolve(e.PARLEY_TLS_KEY_FILE) } : undefined,
+    proxies: { trusted, header: e.PARLEY_FORWARDED_HEADER },
+    retentionDays: e.PARLEY_RETENTION_DAYS,
     dataDir: resolve(e.PARLEY_DATA_DIR),
     sqliteSynchronous: e.PARLEY_SQLITE_SYNCHRONOUS === 'full' ? 'FULL' : 'NORMAL',
     sqliteWriter: e.PARLEY_SQLITE_WRITER,

@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 export type DomainEventType =
   | 'message.created' | 'conversation.created' | 'conversation.closed' | 'handoff.requested'
   | 'handoff.resolved' | 'document.ready' | 'document.failed' | 'tool.run' | 'usage.threshold'
-  | 'handoff.accepted';
+  | 'handoff.accepted' | 'conversation.deleted';
 
 /** A domain event: what happened, to which organization, with a JSON-serializable `data` object. */
 export interface DomainEvent {

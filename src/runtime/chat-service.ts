@@ -14,7 +14,7 @@ import type { ConversationRecord, MessageRecord } from '../store/records.js';
 import { AgentDirectory } from './agent-directory.js';
 import { AdmissionControl, type AdmissionLimits, type LagSource, type Release } from './admission.js';
 import { ConversationControl } from './conversation-control.js';
-import { LiveHub } from './live/live-hub.js';
+import { conversationKey, LiveHub } from './live/live-hub.js';
 import { Supervisor, type ConversationActor, type ConversationLogic } from './supervisor.js';
 import { TurnChannel } from './turn/turn-channel.js';
 import { TurnRegistry } from './turn/turn-registry.js';
@@ -202,6 +202,8 @@ export class ChatService {
       store: opts.store, bus: opts.bus, logger: opts.logger, live, supervisor: this.supervisor, turns: this.turns, runner: runnerDeps,
       outbox: this.outbox, onOwner: (id, local, remote, hereOnly) => this.onOwner(id, local, remote, hereOnly), peers: cluster.peers,
       mirror: (turnId) => this.remote?.get(turnId),
+      stopConversation: (id, reason) => this.stopConversation(id, reason),
+      erased: (_orgId, id) => this.conversationErased(id),
     });
   }
 
@@ -546,6 +548,30 @@ export class ChatService {
       }
     }
     return undefined;
+  }
+
+  /**
+   * Stops what this process runs of a conversation being erased: its turns are aborted with `reason`
+   * (their streams end with that error; their writes are refused once the erasure ended the lease), its
+   * actor is dropped without releasing the lease (the erasure is a fenced write), and no turn of it stays
+   * replayable.
+   */
+  private stopConversation(conversationId: string, reason: AppError): void {
+    this.turns.dropConversation(conversationId);
+    for (const turn of this.turns.all()) if (turn.conversationId === conversationId) turn.abort(reason);
+    this.supervisor.evict(conversationId);
+  }
+
+  /**
+   * A conversation was erased (here, or on another process: the feed's `erased` entry): its lease is
+   * forgotten, mirrors of its turns and their replay dropped, and every socket following it closes with
+   * 4404 `erased`.
+   */
+  conversationErased(conversationId: string): void {
+    this.placement.forget(conversationId);
+    this.turns.dropConversation(conversationId);
+    this.remote?.dropConversation(conversationId);
+    this.live.accessChanged(conversationKey(conversationId), { kind: 'ended', reason: 'erased' });
   }
 
   /** Aborts the running turns of a conversation whose actor crashed: each ends with a stored failed reply. */

@@ -37,6 +37,13 @@ export interface ConversationControlDeps {
   peers?: PeerClient | undefined;
   /** A mirror of a turn run by another process, if this process has one. */
   mirror: (turnId: string) => TurnChannel | undefined;
+  /**
+   * Stops everything this process runs or keeps of a conversation being erased: its turns aborted with
+   * `reason`, its actor dropped (lease untouched), its turns' replay dropped.
+   */
+  stopConversation: (conversationId: string, reason: AppError) => void;
+  /** After an erasure committed: the lease forgotten here, sockets following the conversation closed (4404). */
+  erased: (orgId: string, conversationId: string) => void;
 }
 
 /**
@@ -49,7 +56,8 @@ export type ControlOp =
   | { op: 'resolve' }
   | { op: 'close' }
   | { op: 'operator_message'; content: string }
-  | { op: 'cancel'; turnId: string };
+  | { op: 'cancel'; turnId: string }
+  | { op: 'erase' };
 
 /** The internal control route of a conversation. */
 export const internalControlPath = (conversationId: string): string => `/internal/v1/conversations/${encodeURIComponent(conversationId)}/control`;
@@ -136,6 +144,19 @@ export class ConversationControl {
   }
 
   /**
+   * Erases the conversation (API.md "Conversations and handoff": DELETE /v1/conversations/{id}), on the
+   * process that owns it: its running turns are aborted (streams end with `error` / `not_found`; their late
+   * writes are refused, since the erasure ends the lease), its actor and the replay of its turns are
+   * dropped, then the store erases it (ConversationsPort.erase: messages, tool runs, the text of its webhook
+   * events and of their receivers' responses; usage totals stay) with its `conversation.deleted` event in the
+   * same commit, and the sockets following it close with 4404 `erased` (on every process, through the feed).
+   * Throws AppError `not_found` when `orgId` has no such conversation, or what the store throws.
+   */
+  async erase(orgId: string, conversationId: string): Promise<void> {
+    await this.perform(orgId, conversationId, { op: 'erase' });
+  }
+
+  /**
    * Runs `op` on the conversation where it is owned (here, or forwarded to the owner). `hereOnly`: a
    * request forwarded to this process: NotOwner when it does not own the conversation.
    */
@@ -150,6 +171,7 @@ export class ConversationControl {
       case 'resolve': return this.resolveHere(orgId, conversationId, fence);
       case 'close': return this.closeHere(orgId, conversationId, fence);
       case 'operator_message': return this.operatorMessageHere(orgId, conversationId, op.content, fence);
+      case 'erase': return this.eraseHere(orgId, conversationId, fence);
       case 'cancel': {
         const outcome = this.cancelHere(orgId, conversationId, op.turnId);
         if (outcome === undefined) throw new AppError('not_found', 'No such turn, or it ended too long ago.');
@@ -215,6 +237,20 @@ export class ConversationControl {
     this.deps.bus.publish({ type: 'message.created', org_id: orgId, data: { conversation_id: conversation.id, message_id: message.id, role: 'operator' } });
     this.deps.live.messageCreated(message);
     return message;
+  }
+
+  private async eraseHere(orgId: string, conversationId: string, fence: Fence): Promise<null> {
+    const conversation = await this.conversation(orgId, conversationId);
+    this.deps.stopConversation(conversationId, new AppError('not_found', 'This conversation was erased.'));
+    const at = new Date().toISOString();
+    const data = { conversation_id: conversation.id, agent_id: conversation.agent_id };
+    const events = this.deps.outbox.events(orgId, [{ type: 'conversation.deleted', data }], at);
+    if (!await this.deps.store.conversations.erase(orgId, conversationId, at, events, fence)) throw new AppError('not_found', 'No such conversation.');
+    this.deps.outbox.committed(events);
+    this.deps.erased(orgId, conversationId);
+    this.deps.bus.publish({ type: 'conversation.deleted', org_id: orgId, data });
+    this.deps.logger.info({ conversation_id: conversationId, org_id: orgId }, 'conversation erased');
+    return null;
   }
 
   /** Cancels a turn this process runs or ran (see cancelTurn); undefined when it knows no such turn. */

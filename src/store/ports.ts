@@ -13,7 +13,7 @@ import type { TurnError } from '../vocabulary/turn.js';
 import type {
   AgentPatch, AgentRecord, ApiKeyRecord, ChunkHit, ConversationListFilter, ConversationRecord, ConversationStatus,
   DocumentRecord, InterruptedReply, InterruptedTurn, KnowledgeBaseRecord, KnowledgeBaseStats, MemberCheck, MemberRecord, MembershipRecord, MessageRecord, NewChunk,
-  OrganizationRecord, Page, PageRequest, DocumentFailure, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, Role,
+  OrganizationRecord, Page, PageRequest, DocumentFailure, RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord, RetentionSetting, Role,
   SigningKeyRecord, SocketTicketRecord, ToolRunRecord, UserOrganization, UserRecord,
   InvitationAcceptance, InvitationRecord, PendingInvitation,
   AttemptOutcome, ClaimedDelivery, ConversationLease, FeedChange, FeedEntry, Fence, LeaseOutcome, LeaseOwner, ProcessRecord, DeliveryRecord, DeliveryWithAttempts, EndpointDisabledReason, OutboxEvent, UsageDay,
@@ -24,6 +24,12 @@ export interface OrganizationsPort {
   create(rec: OrganizationRecord): Promise<void>;
   get(id: string): Promise<OrganizationRecord | undefined>;
   count(): Promise<number>;
+  /** The organization's own `retention_days` (null: none set, the server's default applies), or undefined when there is no such organization. */
+  retentionDays(id: string): Promise<number | null | undefined>;
+  /** Sets (days, at least 1) or clears (null) the organization's `retention_days`; false when there is no such organization. */
+  setRetentionDays(id: string, days: number | null): Promise<boolean>;
+  /** Every organization's retention setting, by organization id (the retention sweep's list). */
+  retentionSettings(): Promise<RetentionSetting[]>;
 }
 
 /** API keys. `revoke` and `rotate` record an `api_key` feed entry in their commit. */
@@ -358,6 +364,27 @@ export interface ConversationsPort {
    * conversation; otherwise AppError `validation_failed`.
    */
   listMessages(orgId: string, conversationId: string, page: PageRequest): Promise<Page<MessageRecord>>;
+  /**
+   * Erases conversation `id` of `orgId` for good (API.md "Conversations and handoff": DELETE), in one commit:
+   * the conversation, its messages and its tool runs are deleted; in its stored webhook events (those whose
+   * `data.conversation_id` is `id`) every field that can hold text (everything but ids, roles, statuses,
+   * times, names, kinds and numbers) becomes records.ts ERASED_MARKER, and so do the response bodies its
+   * receivers answered to their deliveries (each delivery's last body and every attempt's). Usage totals
+   * (UsagePort.daily) stay. Its lease ends for good (released, fence moved on), so a late write of a turn that
+   * was running is refused (`lease_lost`), and a FeedChange `erased` is recorded with the fence's owner as
+   * origin. `events` (its `conversation.deleted`) are written to the outbox in the same commit, after the
+   * scrubbing. With `fence`, refused like every fenced write (`lease_lost`, nothing changed) unless it still
+   * holds the lease. False (nothing changed) when `orgId` has no such conversation.
+   *
+   * What stays on disk is the adapter's to document (SQLite: secure_delete overwrites the freed space;
+   * docs/operations.md "Erasure and retention").
+   */
+  erase(orgId: string, id: string, at: string, events?: OutboxEvent[], fence?: Fence): Promise<boolean>;
+  /**
+   * Ids of `orgId`'s conversations with no activity since `before` (`updated_at` earlier than it), least
+   * recently active first, at most `limit`: what the retention sweep erases.
+   */
+  idleSince(orgId: string, before: string, limit: number): Promise<string[]>;
   /** Message `id` of `orgId`, or undefined (a socket of another process follows a conversation: FeedChange `message`). */
   getMessage(orgId: string, id: string): Promise<MessageRecord | undefined>;
   /**

@@ -31,6 +31,18 @@ export interface OrganizationRecord {
   created_at: string;
 }
 
+/**
+ * An organization's retention setting (OrganizationsPort): conversations with no activity for
+ * `retention_days` days are erased; null: the server's default (PARLEY_RETENTION_DAYS; unset keeps everything).
+ */
+export interface RetentionSetting {
+  org_id: string;
+  retention_days: number | null;
+}
+
+/** The text that replaces what an erasure removes from stored webhook events and receivers' responses. */
+export const ERASED_MARKER = '[erased]';
+
 export interface ApiKeyRecord {
   id: string;
   org_id: string;
@@ -391,7 +403,7 @@ export interface ToolRunRecord {
 export interface OutboxEvent {
   /** `evt_...` */
   id: string;
-  /** One of the nine events (src/vocabulary/webhook.ts), or `webhook.test` for a test delivery. */
+  /** One of the events of src/vocabulary/webhook.ts, or `webhook.test` for a test delivery. */
   type: string;
   org_id: string;
   created_at: string;
@@ -406,7 +418,7 @@ export interface WebhookEndpointRecord {
   org_id: string;
   url: string;
   description: string | null;
-  /** Event names subscribed to, or `["*"]` for all nine. */
+  /** Event names subscribed to, or `["*"]` for all of them. */
   events: string[];
   enabled: boolean;
   /** Why it is disabled (null while enabled). */
@@ -536,7 +548,9 @@ export type FeedChange =
   | { kind: 'webhooks'; org_id: string }
   | { kind: 'conversation'; org_id: string; conversation_id: string; agent_id: string; origin: string }
   | { kind: 'status'; org_id: string; conversation_id: string; status: ConversationStatus; origin: string }
-  | { kind: 'message'; org_id: string; conversation_id: string; message_id: string; role: MessageRole; turn_id: string | null; origin: string };
+  | { kind: 'message'; org_id: string; conversation_id: string; message_id: string; role: MessageRole; turn_id: string | null; origin: string }
+  /** A conversation was erased (ConversationsPort.erase): sockets following it close, mirrors of its turns go. */
+  | { kind: 'erased'; org_id: string; conversation_id: string; origin: string };
 
 /** A FeedChange as stored: `seq` grows with every entry, in commit order; `at` is when it was written. */
 export type FeedEntry = FeedChange & { seq: number; at: string };

@@ -1,5 +1,6 @@
 /**
- * The outbound webhook events of SPEC.md 6.2, with the description `GET /v1/webhooks/events` shows, and
+ * The outbound webhook events of SPEC.md 6.2, and `conversation.deleted` (API.md "Conversations and
+ * handoff": an addition beyond SPEC.md's nine), with the description `GET /v1/webhooks/events` shows, and
  * the event of `POST /v1/webhooks/{endpoint_id}/test` (API.md "Webhooks"), which is never subscribed to:
  * it goes to the one endpoint that asked for it.
  */
@@ -13,6 +14,7 @@ export const WEBHOOK_EVENTS = {
   'document.failed': 'Ingesting a knowledge-base document failed; data.error says why, data.error_code is its stable code (document_too_large, ...).',
   'tool.run': 'The agent called a tool during a turn; data carries the call and its outcome.',
   'usage.threshold': 'Token usage crossed a configured threshold (once per threshold and period).',
+  'conversation.deleted': 'A conversation was erased (DELETE, or its organization\'s retention_days): its messages and tool runs are gone, and the text of its earlier events is replaced by "[erased]". Beyond SPEC.md\'s nine.',
 } as const;
 
 /** The name of a webhook event (SPEC.md 6.2). */
@@ -24,7 +26,7 @@ export const WEBHOOK_EVENT_TYPES = Object.keys(WEBHOOK_EVENTS) as WebhookEventTy
 /** The type of the sample event sent by `POST /v1/webhooks/{endpoint_id}/test`. */
 export const TEST_EVENT_TYPE = 'webhook.test';
 
-/** True when `name` is one of the nine events. */
+/** True when `name` is one of the events above. */
 export function isWebhookEventType(name: string): name is WebhookEventType {
   return Object.hasOwn(WEBHOOK_EVENTS, name);
 }

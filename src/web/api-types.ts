@@ -655,7 +655,11 @@ export interface paths {
         get: operations["getV1ConversationsConversation_id"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Erase a conversation for good: its messages, tool runs and replay, and the text of its webhook events and their receivers' responses (replaced by "[erased]"); usage totals stay; conversation.deleted fires; its sockets close with 4404
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin.
+         */
+        delete: operations["deleteV1ConversationsConversation_id"];
         options?: never;
         /**
          * Get a conversation (headers only)
@@ -1236,6 +1240,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's organization, with its retention_days and the server's default
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        get: operations["getV1Organization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * The caller's organization, with its retention_days and the server's default (headers only)
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin, operator.
+         */
+        head: operations["headV1Organization"];
+        /**
+         * Set retention_days: conversations with no activity for that long are erased (each with conversation.deleted) by a sweep that runs hourly; null: the server's default
+         * @description Credentials: an API key, or a person's access token with X-Org-Id, role owner, admin.
+         */
+        patch: operations["patchV1Organization"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1579,6 +1611,20 @@ export interface components {
             /** @description RFC 3339 UTC time */
             updated_at: string;
         };
+        Organization: {
+            id: string;
+            name: string;
+            /** @description RFC 3339 UTC time */
+            created_at: string;
+            /** @description conversations with no activity for this many days are erased; null: default_retention_days applies */
+            retention_days: number | null;
+            /** @description the server's default (PARLEY_RETENTION_DAYS); null keeps everything */
+            default_retention_days: number | null;
+        };
+        OrganizationPatch: {
+            /** @description erase conversations with no activity for this many days (1 to 36500); null: back to the server's default */
+            retention_days: number | null;
+        };
         Message: {
             id: string;
             conversation_id: string;
@@ -1731,13 +1777,13 @@ export interface components {
             /** @description http(s) URL; private, loopback and link-local destinations are refused unless PARLEY_WEBHOOKS_ALLOW_PRIVATE=true */
             url: string;
             /** @description event names (GET /v1/webhooks/events), or ["*"] for all */
-            events: ("*" | "message.created" | "conversation.created" | "conversation.closed" | "handoff.requested" | "handoff.resolved" | "document.ready" | "document.failed" | "tool.run" | "usage.threshold")[];
+            events: ("*" | "message.created" | "conversation.created" | "conversation.closed" | "handoff.requested" | "handoff.resolved" | "document.ready" | "document.failed" | "tool.run" | "usage.threshold" | "conversation.deleted")[];
             description?: string;
         };
         WebhookPatch: {
             /** @description http(s) URL; private, loopback and link-local destinations are refused unless PARLEY_WEBHOOKS_ALLOW_PRIVATE=true */
             url?: string;
-            events?: ("*" | "message.created" | "conversation.created" | "conversation.closed" | "handoff.requested" | "handoff.resolved" | "document.ready" | "document.failed" | "tool.run" | "usage.threshold")[];
+            events?: ("*" | "message.created" | "conversation.created" | "conversation.closed" | "handoff.requested" | "handoff.resolved" | "document.ready" | "document.failed" | "tool.run" | "usage.threshold" | "conversation.deleted")[];
             description?: string | null;
             /** @description true re-enables an endpoint that was disabled (410 Gone, 5 days of failures, or by hand) */
             enabled?: boolean;
@@ -4932,6 +4978,62 @@ export interface operations {
             };
         };
     };
+    deleteV1ConversationsConversation_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Erased */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id; forbidden: the person's role is not owner or admin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also when already erased) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     headV1ConversationsConversation_id: {
         parameters: {
             query?: never;
@@ -6479,7 +6581,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The nine events */
+            /** @description The nine events of SPEC.md 6.2, and conversation.deleted */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6526,7 +6628,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The nine events */
+            /** @description The nine events of SPEC.md 6.2, and conversation.deleted */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7711,6 +7813,170 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    getV1Organization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headV1Organization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    patchV1Organization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationPatch"];
+            };
+        };
+        responses: {
+            /** @description The organization */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            /** @description missing_org_id: a person's access token needs X-Org-Id; invalid_json, or validation_failed (also: nesting deeper than 64 levels, lone UTF-16 surrogates) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_credentials; invalid_api_key (also: an API key in the URL), revoked_api_key; invalid_token (bad signature, algorithm, kid, iss, aud or typ; the person no longer exists); expired_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_a_member: the person does not belong to the organization in X-Org-Id; forbidden: the person's role is not owner or admin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_content_type: a non-empty body needs Content-Type application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };

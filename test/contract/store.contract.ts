@@ -1480,6 +1480,132 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
       });
     });
 
+    describe('erasure and retention', () => {
+      const FUTURE = '2999-01-01T00:00:00.000Z';
+      const P = { id: 'proc_P', url: 'http://10.0.0.1:8080' };
+      const toolRun = (id: string, conv: string, org = ORG_A): ToolRunRecord => ({
+        id, org_id: org, agent_id: 'agt_1', conversation_id: conv, turn_id: 'turn_1', tool_call_id: `call_${id}`, name: 'lookup',
+        kind: 'http', status: 'succeeded', http_status: 200, error: null, duration_ms: 5, response_bytes: 10, created_at: T1,
+      });
+      const event = (id: string, type: string, data: Record<string, unknown>, created_at = T1): OutboxEvent => ({ id, type, org_id: ORG_A, created_at, data });
+
+      it('erase removes the conversation, its messages and tool runs, only in its organization; usage totals stay', async () => {
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.create(conversation('conv_2'));
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', 'my address is 1 Main St'));
+        await store.conversations.appendMessage(message('msg_2', 'conv_1', 'agent', 'turn_1', 'noted', { usage: { input_tokens: 7, output_tokens: 3, total_tokens: 10 } }));
+        await store.conversations.appendMessage(message('msg_3', 'conv_2', 'visitor', null, 'other'));
+        await store.toolRuns.record(toolRun('tr_1', 'conv_1'));
+        await store.toolRuns.record(toolRun('tr_2', 'conv_2'));
+        const usage = [{ agent_id: 'agt_1', day: '2025-01-01', input_tokens: 7, output_tokens: 3, total_tokens: 10, turns: 1 }];
+        expect(await store.usage.daily(ORG_A, '2025-01-01', '2025-01-31')).toEqual(usage);
+
+        expect(await store.conversations.erase(ORG_B, 'conv_1', T3)).toBe(false);
+        expect(await store.conversations.get(ORG_A, 'conv_1')).toEqual({ ...conversation('conv_1'), updated_at: T1 });
+        expect(await store.conversations.erase(ORG_A, 'conv_1', T3)).toBe(true);
+        expect(await store.conversations.get(ORG_A, 'conv_1')).toBeUndefined();
+        expect(await store.conversations.orgOf('conv_1')).toBeUndefined();
+        expect(await store.conversations.getMessage(ORG_A, 'msg_1')).toBeUndefined();
+        expect(await store.conversations.getMessage(ORG_A, 'msg_2')).toBeUndefined();
+        expect(await store.conversations.history('conv_1', 10)).toEqual([]);
+        expect(await store.toolRuns.listForConversation(ORG_A, 'conv_1')).toEqual([]);
+        expect(await store.usage.daily(ORG_A, '2025-01-01', '2025-01-31')).toEqual(usage);
+        // The other conversation is untouched; a second erase finds nothing.
+        expect(await store.conversations.getMessage(ORG_A, 'msg_3')).toEqual(message('msg_3', 'conv_2', 'visitor', null, 'other'));
+        expect(await store.toolRuns.listForConversation(ORG_A, 'conv_2')).toEqual([toolRun('tr_2', 'conv_2')]);
+        expect(await store.conversations.erase(ORG_A, 'conv_1', T3)).toBe(false);
+        expect(await store.conversations.erase(ORG_A, 'conv_missing', T3)).toBe(false);
+        await expect(store.conversations.appendMessage(message('msg_4', 'conv_1', 'visitor', null, 'late'))).rejects.toThrow();
+      });
+
+      it('erase replaces the text of the conversation\'s webhook events and of receivers\' responses, and writes its own events after', async () => {
+        await store.webhooks.createEndpoint(endpoint('whe_1'));
+        await store.conversations.create(conversation('conv_1'));
+        await store.conversations.create(conversation('conv_2'));
+        const said = { conversation_id: 'conv_1', agent_id: 'agt_1', message_id: 'msg_1', role: 'visitor', turn_id: 'turn_1', status: 'completed', content: 'my card is 4111 1111 1111 1111', created_at: T1 };
+        await store.conversations.appendMessage(message('msg_1', 'conv_1', 'visitor', 'turn_1', said.content), [event('evt_1', 'message.created', said)]);
+        const tool = {
+          conversation_id: 'conv_1', agent_id: 'agt_1', turn_id: 'turn_1', tool_call_id: 'call_1', name: 'lookup', arguments: { email: 'ada@example.com' },
+          output: 'found ada@example.com', is_error: false, tool_run_id: 'tr_1', kind: 'http', status: 'succeeded', http_status: 200, error: null, duration_ms: 5,
+        };
+        const handoff = { conversation_id: 'conv_1', agent_id: 'agt_1', reason: 'I am Ada Lovelace', requested_by: 'visitor' };
+        const other = { conversation_id: 'conv_2', agent_id: 'agt_1', message_id: 'msg_9', role: 'visitor', turn_id: null, status: 'completed', content: 'keep me', created_at: T1 };
+        await store.webhooks.recordEvents([event('evt_2', 'tool.run', tool), event('evt_3', 'handoff.requested', handoff), event('evt_4', 'message.created', other)]);
+        const claimed = await store.webhooks.claimDue('whe_1', 'owner-a', T2, T9, 10);
+        expect(claimed.map((c) => c.event.id).sort()).toEqual(['evt_1', 'evt_2', 'evt_3', 'evt_4']);
+        for (const c of claimed) {
+          expect(await store.webhooks.recordAttempt(c.delivery_id, 'owner-a', {
+            response: { status: 500, body: `echo ${c.event.id}: my card is 4111`, duration_ms: 3 }, error: 'HTTP 500', at: T2, next: { status: 'failed' }, success: false,
+          })).toBe(true);
+        }
+        const deleted = event('evt_9', 'conversation.deleted', { conversation_id: 'conv_1', agent_id: 'agt_1' }, T3);
+
+        expect(await store.conversations.erase(ORG_A, 'conv_1', T3, [deleted])).toBe(true);
+        expect((await store.webhooks.getEvent(ORG_A, 'evt_1'))!.data).toEqual({ ...said, content: '[erased]' });
+        expect((await store.webhooks.getEvent(ORG_A, 'evt_2'))!.data).toEqual({ ...tool, arguments: '[erased]', output: '[erased]' });
+        expect((await store.webhooks.getEvent(ORG_A, 'evt_3'))!.data).toEqual({ ...handoff, reason: '[erased]' });
+        expect((await store.webhooks.getEvent(ORG_A, 'evt_4'))!.data).toEqual(other);
+        const bodies = async (eventId: string) => {
+          const c = claimed.find((d) => d.event.id === eventId)!;
+          const d = (await store.webhooks.getDelivery(ORG_A, 'whe_1', c.delivery_id))!;
+          return [d.last_response!.body, ...d.attempts.map((a) => a.body)];
+        };
+        expect(await bodies('evt_1')).toEqual(['[erased]', '[erased]']);
+        expect(await bodies('evt_2')).toEqual(['[erased]', '[erased]']);
+        expect(await bodies('evt_4')).toEqual(['echo evt_4: my card is 4111', 'echo evt_4: my card is 4111']);
+        expect(await store.webhooks.getEvent(ORG_A, 'evt_9')).toEqual(deleted);
+        expect((await store.webhooks.claimDue('whe_1', 'owner-a', T3, T9, 10)).map((c) => c.event.id)).toEqual(['evt_9']);
+      });
+
+      it('a fenced erase needs the lease, ends it for good (late writes under the old fence are refused) and records an erased feed entry', async () => {
+        const head = await store.feed.head();
+        await store.conversations.start(conversation('conv_1'), message('msg_1', 'conv_1', 'visitor', 'turn_1', 'hi'), undefined, { lease: { owner: P, until: FUTURE } });
+        await expect(store.conversations.erase(ORG_A, 'conv_1', T3, undefined, { owner_id: P.id, fence: 2 })).rejects.toMatchObject({ code: 'lease_lost' });
+        expect(await store.conversations.get(ORG_A, 'conv_1')).toBeDefined();
+        expect(await store.conversations.erase(ORG_A, 'conv_1', T3, undefined, { owner_id: P.id, fence: 1 })).toBe(true);
+        await expect(store.toolRuns.record(toolRun('tr_1', 'conv_1'), undefined, { owner_id: P.id, fence: 1 })).rejects.toMatchObject({ code: 'lease_lost' });
+        expect(await store.toolRuns.listForConversation(ORG_A, 'conv_1')).toEqual([]);
+        expect(await store.leases.get('conv_1')).toMatchObject({ released: true, fence: 2 });
+        // Taken again (a request for the erased id), the lease's fence still moves on: the old fence stays refused.
+        const again = await store.leases.acquire('conv_1', P, T3, FUTURE);
+        expect(again).toMatchObject({ acquired: true, lease: { fence: 3 } });
+        await expect(store.toolRuns.record(toolRun('tr_2', 'conv_1'), undefined, { owner_id: P.id, fence: 1 })).rejects.toMatchObject({ code: 'lease_lost' });
+        // At once on SQLite; on MongoDB once the change stream has delivered it.
+        await vi.waitFor(async () => {
+          const entries = await store.feed.read(head, 100);
+          expect(entries.filter((e) => e.kind === 'erased')).toEqual([{ kind: 'erased', org_id: ORG_A, conversation_id: 'conv_1', origin: P.id, seq: expect.any(Number), at: T3 }]);
+        }, { timeout: 5000, interval: 20 });
+      });
+
+      it('idleSince lists an organization\'s conversations last active before a time, least recently active first, at most limit', async () => {
+        await store.conversations.create({ ...conversation('conv_1'), updated_at: T0 });
+        await store.conversations.create({ ...conversation('conv_2'), updated_at: T0 });
+        await store.conversations.appendMessage(message('msg_1', 'conv_2', 'visitor', null, 'x'));
+        await store.conversations.create({ ...conversation('conv_3'), updated_at: T3 });
+        await store.conversations.create({ ...conversation('conv_4', ORG_B), updated_at: T0 });
+        expect(await store.conversations.idleSince(ORG_A, T2, 10)).toEqual(['conv_1', 'conv_2']);
+        expect(await store.conversations.idleSince(ORG_A, T2, 1)).toEqual(['conv_1']);
+        expect(await store.conversations.idleSince(ORG_A, T1, 10)).toEqual(['conv_1']);
+        expect(await store.conversations.idleSince(ORG_A, T0, 10)).toEqual([]);
+        expect(await store.conversations.idleSince(ORG_A, T9, 10)).toEqual(['conv_1', 'conv_2', 'conv_3']);
+        expect(await store.conversations.idleSince(ORG_B, T2, 10)).toEqual(['conv_4']);
+      });
+
+      it('retention_days: none at first, set and cleared per organization, listed for every organization', async () => {
+        await store.organizations.create({ id: ORG_A, name: 'Acme', created_at: T0 });
+        await store.organizations.create({ id: ORG_B, name: 'Bravo', created_at: T0 });
+        expect(await store.organizations.retentionDays(ORG_A)).toBeNull();
+        expect(await store.organizations.retentionDays('org_missing')).toBeUndefined();
+        expect(await store.organizations.setRetentionDays(ORG_A, 30)).toBe(true);
+        expect(await store.organizations.setRetentionDays('org_missing', 30)).toBe(false);
+        expect(await store.organizations.retentionDays(ORG_A)).toBe(30);
+        expect(await store.organizations.retentionSettings()).toEqual([{ org_id: ORG_A, retention_days: 30 }, { org_id: ORG_B, retention_days: null }]);
+        expect(await store.organizations.setRetentionDays(ORG_A, null)).toBe(true);
+        expect(await store.organizations.retentionSettings()).toEqual([{ org_id: ORG_A, retention_days: null }, { org_id: ORG_B, retention_days: null }]);
+        expect(await store.organizations.get(ORG_A)).toEqual({ id: ORG_A, name: 'Acme', created_at: T0 });
+      });
+    });
+
     describe('feed', () => {
       /** The entries after `after`, without their time (some writes stamp the feed with the time of the write). */
       const feedAfter = async (after: number) => (await store.feed.read(after, 100)).map(({ at: _at, seq: _seq, ...change }) => change);

@@ -28,6 +28,9 @@ if (uri === undefined || uri === '') {
         .find({ _id: { $in: interrupted.map((a) => a.delivery_id) } }, { projection: { event_id: 1 } }).toArray();
       return { events, retried: new Set(deliveries.map((d) => d.event_id)) };
     },
+    async messageCount(_dataDir, conversationId) {
+      return client.db(database).collection('messages').countDocuments({ conversation_id: conversationId });
+    },
     async cleanup() {
       await client.db(database).dropDatabase().catch(() => {});
       await client.close();

@@ -31,6 +31,8 @@ export interface ClusterStore {
    * events with a delivery attempt recorded as interrupted (a retry), read from the store itself.
    */
   webhookRecords(dataDir: string): Promise<{ events: string[]; retried: Set<string> }>;
+  /** How many messages of `conversationId` the store holds, read from the store itself. */
+  messageCount(dataDir: string, conversationId: string): Promise<number>;
   /** Removes what the store kept (a MongoDB database). */
   cleanup?(): Promise<void>;
 }
@@ -172,6 +174,33 @@ export function describeCluster(label: string, store: ClusterStore): void {
         const [early, late] = [...answered].sort((x, y) => x.firstToken - y.firstToken) as Array<{ firstToken: number; end: number }>;
         expect(late!.firstToken).toBeGreaterThan(early!.end - 50);
       }
+    });
+
+    it('an erasure sent to another process runs on the owner: its running turn stops, a socket on a third process closes, nothing stays', async () => {
+      const [p1, p2, p3] = procs as [MainProcess, MainProcess, MainProcess];
+      const { public_key: pk } = (await (await fetch(`${p1.url}/v1/agents/${creds.agent_id}/publish`, { method: 'POST', headers: headers() })).json()) as { public_key: string };
+      // A public conversation started on process 1 (its owner), followed by the visitor's listen socket on process 3.
+      const opened = (await (await fetch(`${p1.url}/v1/public/agents/${pk}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hello' }) })).json()) as { conversation_id: string; visitor_token: string };
+      const c = opened.conversation_id;
+      const listener = await openSocket(`${p3.url.replace('http', 'ws')}/v1/public/agents/${pk}/conversations/${c}/ws`);
+      sockets.push(listener);
+      listener.send({ type: 'auth', visitor_token: opened.visitor_token });
+      await listener.next((f: Frame) => f.type === 'message');
+      let streaming = false;
+      const running = readSse(`${p1.url}/v1/public/agents/${pk}/chat`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: QUESTION, conversation_id: c, visitor_token: opened.visitor_token, stream: true }),
+      }, (e) => { if (e.data.type === 'token') streaming = true; });
+      await waitFor(() => (streaming ? true : undefined), 10_000, 'the turn on process 1 to stream');
+
+      const erased = await fetch(`${p2.url}/v1/conversations/${c}`, { method: 'DELETE', headers: headers() });
+      expect(erased.status, await erased.clone().text()).toBe(204);
+      const { events } = await running;
+      expect(events.at(-1)!.data).toMatchObject({ type: 'error', error: { code: 'not_found' } });
+      expect(await listener.closed).toEqual({ code: 4404, reason: 'erased' });
+      await new Promise((r) => setTimeout(r, 500));
+      for (const p of [p1, p2, p3]) expect((await fetch(`${p.url}/v1/conversations/${c}/messages`, { headers: headers() })).status).toBe(404);
+      expect(await store.messageCount(dataDir, c)).toBe(0);
     });
 
     it('a stale owner cannot write after its lease is taken: paused past its lease (SIGSTOP), its late reply is refused', async () => {

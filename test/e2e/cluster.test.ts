@@ -5,6 +5,14 @@ import { describeCluster } from './cluster.suite.js';
 
 describeCluster('data dir', {
   env: {},
+  async messageCount(dataDir, conversationId) {
+    const db = new Database(join(dataDir, 'parley.db'), { readonly: true });
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM messages WHERE conversation_id = ?').get(conversationId) as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  },
   async webhookRecords(dataDir) {
     const db = new Database(join(dataDir, 'parley.db'), { readonly: true });
     try {

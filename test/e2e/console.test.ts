@@ -257,6 +257,42 @@ describe.skipIf(!chromiumFound)('the operator console in Chromium', () => {
     await close(tab);
   }, 60_000);
 
+  it('erases a conversation after a confirmation (dismissed first: nothing happens), and an owner sets the retention on the Usage page', async () => {
+    const tab = await open();
+    const { page } = tab;
+    const owner = await srv.addPerson({ role: 'owner' });
+    const visitor = await visitorAsks('Please forget me after this');
+    await signIn(page, owner);
+    await row(page, visitor.conversationId).click();
+    const view = page.getByRole('region', { name: visitorName(visitor.conversationId) });
+    const erase = view.getByRole('button', { name: 'Erase conversation' });
+    const dialogs: string[] = [];
+    page.once('dialog', (d) => { dialogs.push(d.message()); void d.dismiss(); });
+    await erase.click();
+    await waitFor(() => (dialogs.length === 1 ? true : undefined), 5000, 'the confirmation');
+    expect(dialogs[0]).toMatch(/^Erase this conversation for good\?/);
+    expect(await statusOf(visitor.conversationId)).toBe('active');
+    page.once('dialog', (d) => { void d.accept(); });
+    await erase.click();
+    await heading(page, 'Inbox');
+    await waitFor(async () => ((await srv.api(`/v1/conversations/${visitor.conversationId}`)).status === 404 ? true : undefined), 5000, 'the erasure');
+    expect(await row(page, visitor.conversationId).count()).toBe(0);
+
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await heading(page, 'Usage');
+    const days = page.getByLabel('Erase conversations idle for (days)');
+    expect(await days.inputValue()).toBe('');
+    expect(await page.getByText('Empty: the server\'s default, keep everything.', { exact: false }).count()).toBe(1);
+    await days.fill('45');
+    await page.getByRole('button', { name: 'Save retention' }).click();
+    await page.getByText('Retention saved.').waitFor();
+    expect(await (await srv.api('/v1/organization')).json()).toMatchObject({ retention_days: 45 });
+    await days.fill('');
+    await page.getByRole('button', { name: 'Save retention' }).click();
+    await waitFor(async () => (((await (await srv.api('/v1/organization')).json()) as { retention_days: number | null }).retention_days === null ? true : undefined), 5000, 'cleared');
+    await close(tab);
+  }, 60_000);
+
   it('filters by status, agent and text; the inbox socket reconnects after a drop and catches up on what it missed', async () => {
     const tab = await open();
     const { page } = tab;

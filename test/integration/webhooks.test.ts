@@ -80,11 +80,11 @@ afterAll(async () => {
 });
 
 describe('webhook endpoints', () => {
-  it('lists the nine events; shows the secret only on create; validates; scopes by organization', async () => {
+  it('lists the nine events of SPEC.md and conversation.deleted; shows the secret only on create; validates; scopes by organization', async () => {
     const events = await ok<{ data: Array<{ name: string; description: string }> }>(srv.api('/v1/webhooks/events'), 200);
     expect(events.data.map((e) => e.name)).toEqual([
       'message.created', 'conversation.created', 'conversation.closed', 'handoff.requested', 'handoff.resolved',
-      'document.ready', 'document.failed', 'tool.run', 'usage.threshold',
+      'document.ready', 'document.failed', 'tool.run', 'usage.threshold', 'conversation.deleted',
     ]);
     expect(events.data.every((e) => e.description.length > 10)).toBe(true);
     const created = await endpoint(srv, `${rx.url}/ok`, ['tool.run', 'message.created', 'tool.run']);

@@ -10,12 +10,13 @@ import { historyOrder, unansweredTurnsPipeline } from '../../src/store/mongodb/c
 import { entriesAfter, entryOf, isHistoryLost } from '../../src/store/mongodb/feed.js';
 import { candidatesPerTerm, corpusOf, textFilter } from '../../src/store/mongodb/knowledge-search.js';
 import { acquirableFilter, acquiredOutcome, acquireUpdate, fenceFilter, isLive } from '../../src/store/mongodb/leases.js';
-import { dayOf, metricTotal, newDelivery, periodRange, subscribes, thresholdId, usageDayId } from '../../src/store/mongodb/outbox.js';
+import { dayOf, eventToDoc, metricTotal, newDelivery, periodRange, subscribes, thresholdId, usageDayId } from '../../src/store/mongodb/outbox.js';
 import { pageQuery } from '../../src/store/mongodb/pagination.js';
 import { familyLive, liveToken } from '../../src/store/mongodb/refresh-tokens.js';
 import { COLLECTION_NAMES, indexDefinitions } from '../../src/store/mongodb/schema.js';
 import { spendableTicket } from '../../src/store/mongodb/socket-tickets.js';
 import { KeyedQueue } from '../../src/store/mongodb/transactions.js';
+import { scrubEventData } from '../../src/store/erasure.js';
 import { dueFilter, expiredLeaseFilter, finishAttempt, patchedEndpoint } from '../../src/store/mongodb/webhooks.js';
 import type { FeedEntry, MessageRecord, WebhookEndpointRecord } from '../../src/store/records.js';
 import type { MessageDoc } from '../../src/store/mongodb/schema.js';
@@ -200,6 +201,38 @@ describe('feed', () => {
 
   it('lost history is the server\'s code 286 (ChangeStreamHistoryLost)', () => {
     expect([isHistoryLost({ code: 286 }), isHistoryLost({ codeName: 'ChangeStreamHistoryLost' }), isHistoryLost({ code: 280 }), isHistoryLost(null)]).toEqual([true, true, false, false]);
+  });
+});
+
+describe('erasure', () => {
+  it('a stored event carries its data\'s conversation id beside it (null without one), so an erasure finds it by index', () => {
+    const at = '2026-01-01T00:00:00.000Z';
+    expect(eventToDoc({ id: 'evt_1', org_id: 'o', type: 'message.created', data: { conversation_id: 'conv_1', content: 'hi' }, created_at: at }))
+      .toEqual({ _id: 'evt_1', org_id: 'o', type: 'message.created', data: { conversation_id: 'conv_1', content: 'hi' }, created_at: at, conversation_id: 'conv_1' });
+    expect(eventToDoc({ id: 'evt_2', org_id: 'o', type: 'usage.threshold', data: { metric: 'tokens' }, created_at: at }).conversation_id).toBeNull();
+    expect(eventToDoc({ id: 'evt_3', org_id: 'o', type: 'x', data: { conversation_id: 7 }, created_at: at }).conversation_id).toBeNull();
+  });
+
+  it('an erased event keeps ids, kinds, statuses, times and numbers; every other field becomes [erased]; nulls stay', () => {
+    expect(scrubEventData({
+      conversation_id: 'conv_1', message_id: 'msg_1', role: 'visitor', status: 'completed', created_at: 'T', name: 'lookup', kind: 'http',
+      http_status: 200, duration_ms: 12, is_error: false, requested_by: 'operator', finish_reason: 'stop', metric: 'tokens', value: 5,
+      period: 'day', period_start: 'D', total: 9, content: 'my card is 4111', metadata: { email: 'a@b.c' }, reason: 'angry', error: null,
+    })).toEqual({
+      conversation_id: 'conv_1', message_id: 'msg_1', role: 'visitor', status: 'completed', created_at: 'T', name: 'lookup', kind: 'http',
+      http_status: 200, duration_ms: 12, is_error: false, requested_by: 'operator', finish_reason: 'stop', metric: 'tokens', value: 5,
+      period: 'day', period_start: 'D', total: 9, content: '[erased]', metadata: '[erased]', reason: '[erased]', error: null,
+    });
+  });
+
+  it('the retention sweep and an erasure read by index: conversations by last activity, events by conversation, deliveries by event', () => {
+    const defs = indexDefinitions({ ttl: false });
+    const find = (collection: string, name: string) => defs.find((d) => d.collection === collection && d.options.name === name);
+    expect(find('conversations', 'org_updated')?.key).toEqual({ org_id: 1, updated_at: 1, _id: 1 });
+    expect(find('webhook_events', 'conversation')).toEqual({
+      collection: 'webhook_events', key: { conversation_id: 1, org_id: 1 }, options: { name: 'conversation', partialFilterExpression: { conversation_id: { $type: 'string' } } },
+    });
+    expect(find('webhook_deliveries', 'event')?.key).toEqual({ event_id: 1 });
   });
 });
 

@@ -146,11 +146,12 @@ export class LiveHub {
 /**
  * A change to what a socket was opened with (src/runtime/access-changes.ts sends them):
  * - `ended`: it no longer grants anything (`reason` is the error code a new request would get:
- *   `session_ended`, `invalid_token`, `revoked_api_key`, `unpublished`);
+ *   `session_ended`, `invalid_token`, `revoked_api_key`, `unpublished`; or `erased`: the conversation a
+ *   socket follows was erased);
  * - `role`: the person's role in the organization is now `role` (null: no longer a member).
  */
 export type AccessChange =
-  | { kind: 'ended'; reason: 'session_ended' | 'invalid_token' | 'revoked_api_key' | 'unpublished' }
+  | { kind: 'ended'; reason: 'session_ended' | 'invalid_token' | 'revoked_api_key' | 'unpublished' | 'erased' }
   | { kind: 'role'; role: Role | null };
 
 /** The access key of a sign-in (its refresh-token family id): logout, reuse, password change. */
@@ -163,6 +164,8 @@ export const memberKey = (orgId: string, userId: string): string => `member:${or
 export const apiKeyKey = (keyId: string): string => `api_key:${keyId}`;
 /** The access key of a public key: the agent was unpublished (or republished under another key) or deleted. */
 export const publicKeyKey = (publicKey: string): string => `public:${publicKey}`;
+/** The key of a conversation that sockets follow (listen-only, operator view): it was erased. */
+export const conversationKey = (conversationId: string): string => `conversation:${conversationId}`;
 
 
 function add(map: Map<string, Set<LiveSubscriber>>, key: string, sub: LiveSubscriber): () => void {

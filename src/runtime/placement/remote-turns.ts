@@ -106,6 +106,19 @@ export class RemoteTurns {
     this.aborts.clear();
   }
 
+  /**
+   * Forgets the mirrors of `conversationId`'s turns (it was erased on its owner): a running one ends with
+   * `error` / `not_found`, and none stays replayable.
+   */
+  dropConversation(conversationId: string): void {
+    for (const [id, ch] of this.mirrors) {
+      if (ch.conversationId !== conversationId) continue;
+      this.mirrors.delete(id);
+      if (!ch.ended) ch.emit({ type: 'error', error: { type: 'not_found_error', code: 'not_found', message: 'This conversation was erased.' } });
+      ch.dropReplay();
+    }
+  }
+
   /** Mirrors kept (tests, metrics). */
   get size(): number {
     return this.mirrors.size;

@@ -41,7 +41,7 @@ export class WebhookService {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The nine events of SPEC.md 6.2 with their descriptions. */
+  /** The nine events of SPEC.md 6.2 and conversation.deleted, with their descriptions. */
   events(): Array<{ name: WebhookEventType; description: string }> {
     return (Object.entries(WEBHOOK_EVENTS) as Array<[WebhookEventType, string]>).map(([name, description]) => ({ name, description }));
   }

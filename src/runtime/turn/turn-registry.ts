@@ -31,6 +31,8 @@ export class TurnRegistry {
   /** Finished channels in the order they ended (Map keeps insertion order: oldest first). */
   private readonly finished = new Map<string, TurnChannel>();
   private finishedBytes = 0;
+  /** Erased conversations (dropConversation) whose turns must leave nothing replayable, with when, ms. */
+  private readonly dropped = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly opts: TurnRegistryOptions) {
@@ -67,6 +69,15 @@ export class TurnRegistry {
     return this.running.values();
   }
 
+  /**
+   * Drops the replay of every finished turn of `conversationId` (it was erased), and of its turns that
+   * end from now on (their channels end after this, once aborted), for one replay period.
+   */
+  dropConversation(conversationId: string): void {
+    this.dropped.set(conversationId, Date.now());
+    for (const [id, ch] of this.finished) if (ch.conversationId === conversationId) this.evict(id, ch);
+  }
+
   /** Number of running turns. */
   get size(): number {
     return this.running.size;
@@ -80,6 +91,10 @@ export class TurnRegistry {
   private ended(channel: TurnChannel): void {
     this.opts.onEnded?.(channel);
     if (!this.running.delete(channel.turnId)) return; // withdrawn or never registered (a forwarded message): nothing to keep
+    if (this.dropped.size > 0 && this.dropped.has(channel.conversationId)) {
+      channel.dropReplay();
+      return;
+    }
     if (this.opts.replayMs === 0 || !channel.isReplayable) return;
     this.finished.set(channel.turnId, channel);
     this.finishedBytes += retainedBytesOf(channel);
@@ -97,6 +112,7 @@ export class TurnRegistry {
   }
 
   private sweep(now: number): void {
+    for (const [id, at] of this.dropped) if (now - at > this.opts.replayMs) this.dropped.delete(id);
     for (const [id, ch] of this.finished) {
       if (now - ch.endedAtMs <= this.opts.replayMs) break; // the rest ended later
       this.evict(id, ch);

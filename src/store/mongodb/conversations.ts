@@ -1,7 +1,8 @@
 import type { ClientSession, Document } from 'mongodb';
 import { newId } from '../../ids/ids.js';
 import type { ConversationsPort } from '../ports.js';
-import type { ConversationRecord, Fence, InterruptedTurn, MessageRecord, OutboxEvent } from '../records.js';
+import { ERASED_MARKER, type ConversationRecord, type Fence, type InterruptedTurn, type MessageRecord, type OutboxEvent } from '../records.js';
+import { scrubEventData } from '../erasure.js';
 import { toPage, unknownCursor } from '../list-page.js';
 import type { MongoContext } from './context.js';
 import { checkFence } from './leases.js';
@@ -224,6 +225,41 @@ export function createConversations({ c, tx, queue }: MongoContext): Conversatio
       }
       const docs = await c.messages.find({ org_id: orgId, conversation_id: conversationId, seq: { $gt: after } }).sort({ seq: 1 }).limit(page.limit + 1).toArray();
       return toPage(docs, page, messageFromDoc);
+    },
+    erase(orgId, id, at, events, fence) {
+      return queue.run(id, () => tx(async (session) => {
+        await fenced(session, id, fence);
+        if (await c.conversations.findOne({ _id: id, org_id: orgId }, { session, projection: { _id: 1 } }) === null) return false;
+        // Its webhook events keep their ids and kinds, lose their text; so do their receivers' answers.
+        const stored = await c.webhook_events.find({ conversation_id: id, org_id: orgId }, { session, projection: { data: 1 } }).toArray();
+        if (stored.length > 0) {
+          await c.webhook_events.bulkWrite(stored.map((e) => ({ updateOne: { filter: { _id: e._id }, update: { $set: { data: scrubEventData(e.data) } } } })), { session });
+          const eventIds = stored.map((e) => e._id);
+          await c.webhook_deliveries.updateMany({ event_id: { $in: eventIds }, last_body: { $nin: [null, ''] } }, { $set: { last_body: ERASED_MARKER } }, { session });
+          const deliveries = await c.webhook_deliveries.find({ event_id: { $in: eventIds } }, { session, projection: { _id: 1 } }).toArray();
+          if (deliveries.length > 0) {
+            await c.webhook_attempts.updateMany({ delivery_id: { $in: deliveries.map((d) => d._id) }, body: { $ne: '' } }, { $set: { body: ERASED_MARKER } }, { session });
+          }
+        }
+        await c.messages.deleteMany({ conversation_id: id }, { session });
+        await c.tool_runs.deleteMany({ org_id: orgId, conversation_id: id }, { session });
+        await c.conversations.deleteOne({ _id: id }, { session });
+        // The lease ends for good: released, its fence moved on (a late fenced write of the old owner is refused).
+        const ended = await c.conversation_leases.updateOne(
+          { _id: id }, [{ $set: { fence: { $add: ['$fence', 1] }, released: true, owner_id: '', owner_url: '' } }], { session },
+        );
+        if (ended.matchedCount === 0) {
+          await c.conversation_leases.insertOne({ _id: id, owner_id: '', owner_url: '', fence: 1, expires_at: at, released: true }, { session });
+        }
+        await recordChanges(c, session, [{ kind: 'erased', org_id: orgId, conversation_id: id, origin: fence?.owner_id ?? '' }], at);
+        await writeOutbox(c, session, events);
+        return true;
+      }));
+    },
+    async idleSince(orgId, before, limit) {
+      const docs = await c.conversations.find({ org_id: orgId, updated_at: { $lt: before } }, { projection: { _id: 1 } })
+        .sort({ updated_at: 1, _id: 1 }).limit(limit).toArray();
+      return docs.map((d) => d._id);
     },
     async getMessage(orgId, id) {
       const d = await c.messages.findOne({ _id: id, org_id: orgId });

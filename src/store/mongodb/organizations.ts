@@ -1,7 +1,7 @@
 import type { OrganizationsPort } from '../ports.js';
 import type { MongoContext } from './context.js';
 
-/** OrganizationsPort on MongoDB (collection `organizations`). */
+/** OrganizationsPort on MongoDB (collection `organizations`; `retention_days` absent reads as null). */
 export function createOrganizations({ c }: MongoContext): OrganizationsPort {
   return {
     async create(o) {
@@ -13,6 +13,17 @@ export function createOrganizations({ c }: MongoContext): OrganizationsPort {
     },
     async count() {
       return c.organizations.countDocuments({});
+    },
+    async retentionDays(id) {
+      const d = await c.organizations.findOne({ _id: id }, { projection: { retention_days: 1 } });
+      return d === null ? undefined : d.retention_days ?? null;
+    },
+    async setRetentionDays(id, days) {
+      return (await c.organizations.updateOne({ _id: id }, { $set: { retention_days: days } })).matchedCount === 1;
+    },
+    async retentionSettings() {
+      const docs = await c.organizations.find({}, { projection: { retention_days: 1 } }).sort({ _id: 1 }).toArray();
+      return docs.map((d) => ({ org_id: d._id, retention_days: d.retention_days ?? null }));
     },
   };
 }

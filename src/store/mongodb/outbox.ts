@@ -7,7 +7,13 @@
 import type { ClientSession } from 'mongodb';
 import { newId } from '../../ids/ids.js';
 import type { OutboxEvent, UsageThreshold } from '../records.js';
-import type { Collections, WebhookDeliveryDoc } from './schema.js';
+import type { Collections, WebhookDeliveryDoc, WebhookEventDoc } from './schema.js';
+
+/** The stored form of `e`, with its data's `conversation_id` beside it (null when it has none: ConversationsPort.erase). */
+export const eventToDoc = (e: OutboxEvent): WebhookEventDoc => ({
+  _id: e.id, org_id: e.org_id, type: e.type, data: e.data, created_at: e.created_at,
+  conversation_id: typeof e.data.conversation_id === 'string' ? e.data.conversation_id : null,
+});
 
 /** True when an endpoint subscribed to `events` takes an event of `type` (`*` takes every event). */
 export function subscribes(events: readonly string[], type: string): boolean {
@@ -29,7 +35,7 @@ export function newDelivery(e: OutboxEvent, endpointId: string): WebhookDelivery
  */
 export async function writeOutbox(c: Collections, session: ClientSession, events: readonly OutboxEvent[] | undefined): Promise<void> {
   if (events === undefined || events.length === 0) return;
-  await c.webhook_events.insertMany(events.map((e) => ({ _id: e.id, org_id: e.org_id, type: e.type, data: e.data, created_at: e.created_at })), { session });
+  await c.webhook_events.insertMany(events.map(eventToDoc), { session });
   const endpointsOf = new Map<string, Array<{ _id: string; events: string[] }>>();
   const deliveries: WebhookDeliveryDoc[] = [];
   for (const e of events) {

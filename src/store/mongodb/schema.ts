@@ -18,7 +18,8 @@ import type { ConversationStatus } from '../../vocabulary/conversation.js';
 import type { FinishReason, TurnError, TurnTiming } from '../../vocabulary/turn.js';
 import type { DeliveryStatus } from '../../vocabulary/webhook.js';
 
-export interface OrganizationDoc { _id: string; name: string; created_at: string }
+/** An organization; `retention_days` absent or null: the server's default (PARLEY_RETENTION_DAYS). */
+export interface OrganizationDoc { _id: string; name: string; created_at: string; retention_days?: number | null }
 
 export interface ApiKeyDoc {
   _id: string; org_id: string; name: string; key_hash: string; last4: string; created_at: string;
@@ -133,7 +134,8 @@ export interface WebhookEndpointDoc {
   failing_since: string | null; created_at: string; updated_at: string;
 }
 
-export interface WebhookEventDoc { _id: string; org_id: string; type: string; data: Record<string, unknown>; created_at: string }
+/** A webhook event; `conversation_id` is its data's (null when it has none), so an erasure finds a conversation's events. */
+export interface WebhookEventDoc { _id: string; org_id: string; type: string; data: Record<string, unknown>; created_at: string; conversation_id?: string | null }
 
 export interface WebhookDeliveryDoc {
   _id: string; event_id: string; endpoint_id: string; org_id: string; event_type: string; status: DeliveryStatus;
@@ -284,6 +286,7 @@ export function indexDefinitions(opts: { ttl: boolean }): IndexDefinition[] {
     { collection: 'conversations', key: { org_id: 1, status: 1, _id: -1 }, options: { name: 'org_status_newest' } },
     { collection: 'conversations', key: { org_id: 1, agent_id: 1, _id: -1 }, options: { name: 'org_agent_newest' } },
     { collection: 'conversations', key: { visitor_token_hash: 1 }, options: { name: 'visitor_token', partialFilterExpression: { visitor_token_hash: { $type: 'string' } } } },
+    { collection: 'conversations', key: { org_id: 1, updated_at: 1, _id: 1 }, options: { name: 'org_updated' } },
     { collection: 'messages', key: { conversation_id: 1, seq: 1 }, options: { name: 'conversation_seq', unique: true } },
     { collection: 'messages', key: { turn_id: 1, role: 1 }, options: { name: 'turn', partialFilterExpression: { turn_id: { $type: 'string' } } } },
     { collection: 'tool_runs', key: { org_id: 1, conversation_id: 1, created_at: 1, _id: 1 }, options: { name: 'conversation' } },
@@ -292,6 +295,8 @@ export function indexDefinitions(opts: { ttl: boolean }): IndexDefinition[] {
     { collection: 'webhook_deliveries', key: { org_id: 1, endpoint_id: 1, _id: -1 }, options: { name: 'endpoint_newest' } },
     { collection: 'webhook_deliveries', key: { endpoint_id: 1, status: 1, lease_owner: 1, next_attempt_at: 1, _id: 1 }, options: { name: 'due' } },
     { collection: 'webhook_deliveries', key: { lease_owner: 1, lease_expires_at: 1 }, options: { name: 'leased', partialFilterExpression: { lease_owner: { $type: 'string' } } } },
+    { collection: 'webhook_events', key: { conversation_id: 1, org_id: 1 }, options: { name: 'conversation', partialFilterExpression: { conversation_id: { $type: 'string' } } } },
+    { collection: 'webhook_deliveries', key: { event_id: 1 }, options: { name: 'event' } },
     { collection: 'webhook_attempts', key: { delivery_id: 1, number: 1 }, options: { name: 'delivery_number', unique: true } },
     { collection: 'usage_daily', key: { org_id: 1, day: 1, agent_id: 1 }, options: { name: 'org_day_agent', unique: true } },
     { collection: 'usage_thresholds', key: { org_id: 1 }, options: { name: 'org' } },

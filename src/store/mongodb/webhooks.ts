@@ -3,7 +3,7 @@ import type { UsagePort, WebhooksPort } from '../ports.js';
 import type { AttemptRecord, ClaimedDelivery, DeliveryRecord, OutboxEvent, UsageDay, UsageThreshold, WebhookEndpointPatch, WebhookEndpointRecord } from '../records.js';
 import { toPage } from '../list-page.js';
 import type { MongoContext } from './context.js';
-import { newDelivery, thresholdId, writeOutbox } from './outbox.js';
+import { eventToDoc, newDelivery, thresholdId, writeOutbox } from './outbox.js';
 import { newestFirst } from './pagination.js';
 import type { WebhookDeliveryDoc, WebhookEndpointDoc, WebhookEventDoc } from './schema.js';
 import { recordChanges } from './transactions.js';
@@ -150,7 +150,7 @@ export function createWebhooks({ c, tx, queue }: MongoContext): WebhooksPort {
     enqueueTo(orgId, endpointId, event) {
       return tx(async (session) => {
         if ((await c.webhook_endpoints.countDocuments({ _id: endpointId, org_id: orgId }, { session, limit: 1 })) === 0) return undefined;
-        await c.webhook_events.insertOne({ _id: event.id, org_id: event.org_id, type: event.type, data: event.data, created_at: event.created_at }, { session });
+        await c.webhook_events.insertOne(eventToDoc(event), { session });
         const delivery = newDelivery(event, endpointId);
         await c.webhook_deliveries.insertOne(delivery, { session });
         return deliveryFromDoc(delivery);

@@ -4,13 +4,14 @@
  * (writer.worker.ts). Each runs inside the caller's transaction and savepoint (src/store/sqlite/group-commit.ts).
  */
 import type Database from 'better-sqlite3';
-import type { ConversationRecord, ConversationStatus, Fence, InterruptedTurn, LeaseOwner, MessageRecord, OutboxEvent } from '../records.js';
+import { ERASED_MARKER, type ConversationRecord, type ConversationStatus, type Fence, type InterruptedTurn, type LeaseOwner, type MessageRecord, type OutboxEvent } from '../records.js';
 import { KNOWLEDGE_WRITES } from './knowledge-writes.js';
 import { checkFence, insertLease, LEASE_WRITES } from './lease-writes.js';
 import { FEED_WRITES, recordChanges } from './feed.js';
 import { TOOL_RUN_WRITES } from './tool-run-writes.js';
 import { countUsage, OUTBOX_WRITES, writeOutbox } from './outbox-writes.js';
 import { toJson } from './rows.js';
+import { scrubEventData } from '../erasure.js';
 
 type Statements = ReturnType<typeof prepare>;
 const cache = new WeakMap<Database.Database, Statements>();
@@ -28,6 +29,21 @@ function prepare(db: Database.Database) {
        VALUES (@id, @conversation_id, @org_id, @turn_id, @role, @content, @citations, @tool_runs, @usage, @status, @finish_reason, @error, @timing, @created_at)`),
     // Whether turn `turn_id` has its agent message (start-up recovery skips a turn answered meanwhile).
     turnAnswered: db.prepare("SELECT 1 FROM messages WHERE turn_id = ? AND role = 'agent' LIMIT 1"),
+    conversationOfOrg: db.prepare('SELECT 1 FROM conversations WHERE org_id = ? AND id = ?'),
+    eventsOf: db.prepare('SELECT id, data FROM webhook_events WHERE conversation_id = ? AND org_id = ?'),
+    scrubEvent: db.prepare('UPDATE webhook_events SET data = ? WHERE id = ?'),
+    scrubDeliveries: db.prepare(
+      `UPDATE webhook_deliveries SET last_body = ? WHERE last_body IS NOT NULL AND last_body != ''
+         AND event_id IN (SELECT id FROM webhook_events WHERE conversation_id = ? AND org_id = ?)`),
+    scrubAttempts: db.prepare(
+      `UPDATE webhook_attempts SET body = ? WHERE body != '' AND delivery_id IN (
+         SELECT d.id FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE e.conversation_id = ? AND e.org_id = ?)`),
+    deleteMessages: db.prepare('DELETE FROM messages WHERE conversation_id = ?'),
+    deleteToolRuns: db.prepare('DELETE FROM tool_runs WHERE org_id = ? AND conversation_id = ?'),
+    deleteConversation: db.prepare('DELETE FROM conversations WHERE id = ?'),
+    // The lease ends for good: released, its fence moved on (a late fenced write of the old owner is refused).
+    endLease: db.prepare("UPDATE conversation_leases SET fence = fence + 1, released = 1, owner_id = '', owner_url = '' WHERE conversation_id = ?"),
+    tombstoneLease: db.prepare("INSERT INTO conversation_leases (conversation_id, owner_id, owner_url, fence, expires_at, released) VALUES (?, '', '', 1, ?, 1)"),
   };
 }
 
@@ -139,6 +155,24 @@ export const CONVERSATION_WRITES = {
     messageChange(db, args.message, args.fence?.owner_id);
     writeOutbox(db, args.events);
     return countReply(db, args.message);
+  },
+  /** ConversationsPort.erase (see there): true when the conversation existed and is gone now. */
+  eraseConversation(db: Database.Database, a: { orgId: string; id: string; at: string; events?: OutboxEvent[] | undefined; fence?: Fence | undefined }): boolean {
+    fenced(db, a.id, a.fence);
+    const sql = statements(db);
+    if (sql.conversationOfOrg.get(a.orgId, a.id) === undefined) return false;
+    for (const e of sql.eventsOf.all(a.id, a.orgId) as Array<{ id: string; data: string }>) {
+      sql.scrubEvent.run(toJson(scrubEventData(JSON.parse(e.data) as Record<string, unknown>)), e.id);
+    }
+    sql.scrubDeliveries.run(ERASED_MARKER, a.id, a.orgId);
+    sql.scrubAttempts.run(ERASED_MARKER, a.id, a.orgId);
+    sql.deleteMessages.run(a.id);
+    sql.deleteToolRuns.run(a.orgId, a.id);
+    sql.deleteConversation.run(a.id);
+    if (sql.endLease.run(a.id).changes === 0) sql.tombstoneLease.run(a.id, a.at);
+    recordChanges(db, [{ kind: 'erased', org_id: a.orgId, conversation_id: a.id, origin: a.fence?.owner_id ?? '' }], a.at);
+    writeOutbox(db, a.events);
+    return true;
   },
   /**
    * Appends start-up recovery's failed agent replies (ConversationsPort.failInterruptedTurns), each with its

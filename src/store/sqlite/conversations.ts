@@ -40,6 +40,7 @@ export function createConversations(db: Database.Database, writer: ConversationW
     orgOf: db.prepare('SELECT org_id FROM conversations WHERE id = ?'),
     messageSeq: db.prepare('SELECT seq FROM messages WHERE org_id = ? AND conversation_id = ? AND id = ?'),
     messageById: db.prepare('SELECT * FROM messages WHERE org_id = ? AND id = ?'),
+    idleSince: db.prepare('SELECT id FROM conversations WHERE org_id = ? AND updated_at < ? ORDER BY updated_at, id LIMIT ?'),
     messagesAfter: db.prepare('SELECT * FROM messages WHERE org_id = ? AND conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
     history: db.prepare(
       `SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? AND status = 'completed' ORDER BY seq DESC LIMIT ?) h
@@ -112,6 +113,12 @@ export function createConversations(db: Database.Database, writer: ConversationW
       }
       const rows = sql.messagesAfter.all(orgId, conversationId, afterSeq, page.limit + 1) as Row[];
       return toPage(rows, page, messageFromRow);
+    },
+    erase(orgId, id, at, events, fence) {
+      return writer.run('eraseConversation', { orgId, id, at, events, fence });
+    },
+    async idleSince(orgId, before, limit) {
+      return (sql.idleSince.all(orgId, before, limit) as Array<{ id: string }>).map((r) => r.id);
     },
     async getMessage(orgId, id) {
       const r = sql.messageById.get(orgId, id) as Row | undefined;

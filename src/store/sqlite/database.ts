@@ -270,6 +270,19 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE documents ADD COLUMN ingest_owner TEXT;
   CREATE INDEX documents_ingest_owner ON documents(ingest_owner) WHERE status = 'processing';
   `,
+  // 18: erasure and retention (API.md "Conversations and handoff": DELETE, PATCH /v1/organization). An
+  // organization's own retention_days (NULL: the server's default); a webhook event's conversation (from its
+  // data, so an erasure finds its events without reading them all), filled in for the events stored before;
+  // deliveries by event (their response bodies are scrubbed with the event); conversations by last activity
+  // per organization (the retention sweep).
+  `
+  ALTER TABLE organizations ADD COLUMN retention_days INTEGER CHECK (retention_days IS NULL OR retention_days >= 1);
+  ALTER TABLE webhook_events ADD COLUMN conversation_id TEXT;
+  UPDATE webhook_events SET conversation_id = json_extract(data, '$.conversation_id') WHERE json_type(data, '$.conversation_id') = 'text';
+  CREATE INDEX webhook_events_conversation ON webhook_events(conversation_id) WHERE conversation_id IS NOT NULL;
+  CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_id);
+  CREATE INDEX conversations_org_updated ON conversations(org_id, updated_at);
+  `,
 ];
 
 /** `synchronous` levels: FULL syncs the WAL on every commit (survives power loss); NORMAL survives process crashes only. */
@@ -278,7 +291,10 @@ export type SqliteSync = 'FULL' | 'NORMAL';
 /**
  * Opens (creating if needed: its directory 0700, the file 0600, and so its `-wal` and `-shm` files too,
  * src/store/sqlite/data-dir.ts) the SQLite database at `file` in WAL mode, applies pending migrations and
- * turns foreign keys on. Each migration runs in its own transaction with foreign keys off (they cannot
+ * turns foreign keys on. `secure_delete` is on (https://www.sqlite.org/pragma.html#pragma_secure_delete),
+ * as on every connection that writes (writer.worker.ts): what a delete frees is overwritten with zeros, so an
+ * erased conversation's text does not linger in the file's free pages (docs/operations.md "Erasure and
+ * retention"). Each migration runs in its own transaction with foreign keys off (they cannot
  * be switched inside a transaction, and rebuilding a table needs them off: SQLite's ALTER TABLE
  * procedure), and commits only if `PRAGMA foreign_key_check` finds no row naming a missing parent.
  * Throws what better-sqlite3 throws when the file cannot be opened or a migration fails (the database is
@@ -293,6 +309,7 @@ export function openDatabase(file: string, sync: SqliteSync = 'FULL'): Database.
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${sync}`);
     db.pragma('busy_timeout = 5000');
+    db.pragma('secure_delete = ON');
     migrate(db);
     db.pragma('foreign_keys = ON');
   } catch (err) {

@@ -18,7 +18,7 @@ const cache = new WeakMap<Database.Database, Statements>();
 
 function prepare(db: Database.Database) {
   return {
-    insertEvent: db.prepare('INSERT INTO webhook_events (id, org_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)'),
+    insertEvent: db.prepare('INSERT INTO webhook_events (id, org_id, type, data, created_at, conversation_id) VALUES (?, ?, ?, ?, ?, ?)'),
     endpointsOf: db.prepare('SELECT id, events FROM webhook_endpoints WHERE org_id = ? AND enabled = 1'),
     endpointOf: db.prepare('SELECT id FROM webhook_endpoints WHERE org_id = ? AND id = ?'),
     insertDelivery: db.prepare(
@@ -106,7 +106,8 @@ export function writeOutbox(db: Database.Database, events: readonly OutboxEvent[
   if (events === undefined || events.length === 0) return;
   const sql = statements(db);
   for (const e of events) {
-    sql.insertEvent.run(e.id, e.org_id, e.type, toJson(e.data), e.created_at);
+    const conversationId = typeof e.data.conversation_id === 'string' ? e.data.conversation_id : null;
+    sql.insertEvent.run(e.id, e.org_id, e.type, toJson(e.data), e.created_at, conversationId);
     for (const ep of sql.endpointsOf.all(e.org_id) as Array<{ id: string; events: string }>) {
       if (subscribes(ep.events, e.type)) sql.insertDelivery.run(newId('dlv'), e.id, ep.id, e.org_id, e.type, e.created_at, e.created_at, e.created_at);
     }
@@ -214,7 +215,8 @@ export const OUTBOX_WRITES = {
     const sql = statements(db);
     if (sql.endpointOf.get(a.orgId, a.endpointId) === undefined) return undefined;
     const e = a.event;
-    sql.insertEvent.run(e.id, e.org_id, e.type, toJson(e.data), e.created_at);
+    const conversationId = typeof e.data.conversation_id === 'string' ? e.data.conversation_id : null;
+    sql.insertEvent.run(e.id, e.org_id, e.type, toJson(e.data), e.created_at, conversationId);
     const id = newId('dlv');
     sql.insertDelivery.run(id, e.id, a.endpointId, e.org_id, e.type, e.created_at, e.created_at, e.created_at);
     return id;

@@ -54,6 +54,8 @@ function setSync(level: 'FULL' | 'NORMAL'): void {
 setSync(configuredSync);
 db.pragma('busy_timeout = 5000');
 db.pragma('foreign_keys = ON');
+// As on the main connection (database.ts openDatabase): deleted content is overwritten, not left in free pages.
+db.pragma('secure_delete = ON');
 
 function toWire(err: unknown): WireError {
   if (err instanceof Error) return { name: err.name, message: err.message, code: (err as Error & { code?: string }).code };

@@ -30,7 +30,8 @@ export function createDispatcher(
     }
     if (route.cors && allowedOrigins !== undefined && req.headers.origin !== undefined) {
       const allowed = await allowedOrigins(params.public_key ?? '');
-      req.responseHeaders = corsHeaders(req.headers.origin, allowed);
+      // Added to what the transport set already (Strict-Transport-Security on the TLS port).
+      req.responseHeaders = { ...req.responseHeaders, ...corsHeaders(req.headers.origin, allowed) };
     }
     const { principal, userId } = await access.authenticate(req.headers, req.query, route.access);
     const query = route.query ? validate(route.query, queryObject(req.query), 'query') : {};

@@ -174,6 +174,18 @@ export const ConversationSchema = z.object({
   created_at: time, updated_at: time,
 }).meta({ id: 'Conversation' });
 
+export const OrganizationSchema = z.object({
+  id: z.string(), name: z.string(), created_at: time,
+  retention_days: z.number().int().nullable()
+    .describe('conversations with no activity for this many days are erased; null: default_retention_days applies'),
+  default_retention_days: z.number().int().nullable().describe('the server\'s default (PARLEY_RETENTION_DAYS); null keeps everything'),
+}).meta({ id: 'Organization' });
+
+export const OrganizationPatchSchema = z.object({
+  retention_days: z.number().int().min(1).max(36_500).nullable()
+    .describe('erase conversations with no activity for this many days (1 to 36500); null: back to the server\'s default'),
+}).strict().meta({ id: 'OrganizationPatch' });
+
 export const ConversationListQuery = PageQuery.extend({
   agent_id: z.string().max(100).optional(),
   status: ConversationStatusSchema.optional(),

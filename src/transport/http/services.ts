@@ -12,6 +12,8 @@ import type { KnowledgeBaseService } from '../../runtime/services/knowledge-base
 import type { PublicService } from '../../runtime/services/public.js';
 import type { UsageService } from '../../runtime/services/usage.js';
 import type { WebhookService } from '../../runtime/services/webhooks.js';
+import type { OrganizationService } from '../../runtime/services/organization.js';
+import type { RetentionSweep } from '../../runtime/retention/retention-sweep.js';
 
 /**
  * What route handlers may call: the runtime's services (DESIGN.md layers: transport -> runtime), never
@@ -35,6 +37,10 @@ export interface Services {
   webhooks: WebhookService;
   /** Token usage and thresholds. */
   usage: UsageService;
+  /** The caller's organization and its retention setting. */
+  organization: OrganizationService;
+  /** The retention sweep (tests run it at once). */
+  retention: RetentionSweep;
   /** Prometheus text exposition of the metrics registry. */
   /** `GET /metrics`: the whole group's metrics (this process's and its neighbours', by `process` label). */
   metricsText(): Promise<string>;

@@ -14,12 +14,18 @@ export interface HttpRequest {
   /** The whole body (read under the route's cap), or null when there was none. */
   body: Buffer | null;
   requestId: string;
+  /**
+   * The client's address: the socket peer's, or, when that peer is a trusted proxy
+   * (PARLEY_TRUSTED_PROXIES), the one the proxy forwarded (src/net/trusted-proxies.ts). Rate limits and
+   * sign-in throttling count by it.
+   */
   remoteAddress: string;
   /** performance.now() (ms) when the request arrived (its head was read): the origin of a turn's timing. */
   arrivedAt: number;
   /**
-   * Headers every response to this request carries, whatever it is (success, error, stream): the CORS
-   * headers of a public endpoint, set by the dispatcher before the handler runs.
+   * Headers every response to this request carries, whatever it is (success, error, stream):
+   * `Strict-Transport-Security` on the TLS port (set by the transport), the CORS headers of a public
+   * endpoint (added by the dispatcher before the handler runs).
    */
   responseHeaders?: Record<string, string>;
 }

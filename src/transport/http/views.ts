@@ -1,3 +1,4 @@
+import type { OrganizationSettings } from '../../runtime/services/organization.js';
 /**
  * Store records as the API shows them (API.md field names; internal fields such as `org_id` dropped).
  */
@@ -33,6 +34,14 @@ export function documentView(d: DocumentRecord) {
   return {
     id: d.id, knowledge_base_id: d.knowledge_base_id, title: d.title, content_type: d.content_type, status: d.status,
     error: d.error, error_code: d.error_code, chunk_count: d.chunk_count, bytes: d.bytes, created_at: d.created_at, updated_at: d.updated_at,
+  };
+}
+
+/** `GET /v1/organization` (schemas.ts OrganizationSchema). */
+export function organizationView(o: OrganizationSettings) {
+  return {
+    id: o.organization.id, name: o.organization.name, created_at: o.organization.created_at,
+    retention_days: o.retentionDays, default_retention_days: o.defaultRetentionDays,
   };
 }
 

@@ -45,14 +45,15 @@ export class Responder {
   constructor(private readonly logger: Logger, private readonly metrics: Metrics) {}
 
   /**
-   * The request's log line (`request_id`, method, URL with secrets redacted, status, `duration_ms`)
-   * and the `http_requests` metric. Called exactly once per exchange, when its response ends.
+   * The request's log line (`request_id`, method, URL with secrets redacted, status, `duration_ms`, and
+   * `client_address`: the client's, behind a trusted proxy the one it forwarded) and the `http_requests`
+   * metric. Called exactly once per exchange, when its response ends.
    */
   finishLog(ex: Exchange, extra?: Record<string, unknown>): void {
     this.metrics.httpRequests.inc({ method: ex.req.method, status: String(ex.status) });
     this.logger.info({
       request_id: ex.req.requestId, method: ex.req.method, url: redactUrl(ex.req.path, ex.req.query.toString()),
-      status: ex.status, duration_ms: Math.round((performance.now() - ex.startedAt) * 100) / 100, ...extra,
+      status: ex.status, duration_ms: Math.round((performance.now() - ex.startedAt) * 100) / 100, client_address: ex.req.remoteAddress, ...extra,
     }, 'request');
   }
 

@@ -1,4 +1,6 @@
-import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
+import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../ids/ids.js';
 import type { Logger } from '../../log/logger.js';
@@ -48,7 +50,28 @@ export interface UwsServerOptions {
    * connection), so a neighbour that must reach this process in particular uses this one.
    */
   internalPort?: number | undefined;
+  /**
+   * HTTPS and WSS on `port` (PEM files), through uWS's SSLApp; every response there carries
+   * {@link HSTS}. The internal port stays plain HTTP and then serves only what neighbours use (see
+   * UwsServer.internalPort). Undefined: plain HTTP everywhere.
+   */
+  tls?: { certFile: string; keyFile: string } | undefined;
+  /**
+   * The client's address of a request from its socket peer and headers (src/net/trusted-proxies.ts);
+   * default: the socket peer. Feeds `HttpRequest.remoteAddress`, the sockets' address and the log lines.
+   */
+  clientAddress?: (peer: string, headers: Readonly<Record<string, string>>) => string;
 }
+
+/**
+ * `Strict-Transport-Security` (RFC 6797) on every response of the TLS port: browsers use HTTPS for this
+ * host for a year. No `includeSubDomains`: Parley cannot know the operator's other hosts.
+ */
+export const HSTS: Readonly<Record<string, string>> = Object.freeze({ 'Strict-Transport-Security': 'max-age=31536000' });
+const HSTS_PAIRS: ReadonlyArray<readonly [string, string]> = Object.freeze(Object.entries(HSTS));
+
+/** Paths the internal port serves when the public port speaks TLS: the neighbours' routes and the probes. */
+const NEIGHBOUR_PATHS = /^\/(internal\/|healthz$|readyz$)/;
 
 /** A listening server. `port` is the bound port (useful with port 0). */
 export interface UwsServer {
@@ -63,8 +86,22 @@ export interface UwsServer {
   closeAll(): void;
   /** Open WebSockets. */
   readonly sockets: number;
-  /** The bound internal port (UwsServerOptions.internalPort), when there is one. */
+  /**
+   * The bound internal port (UwsServerOptions.internalPort), when there is one. It is plain HTTP; with TLS
+   * on the public port it answers only `/internal/...` (signed requests of neighbours), `/healthz` and
+   * `/readyz` (404 for anything else), so no credential of a client travels over it in clear.
+   */
   internalPort: number | undefined;
+  /** Whether the public port speaks TLS (HTTPS, WSS). */
+  tls: boolean;
+  /**
+   * Reads the certificate and key files again and serves new connections with them, without dropping any
+   * open one (docs/operations.md "Reload the certificate"): a new SSLApp with the same routes listens on the
+   * same port (SO_REUSEPORT), then the old listening socket closes; connections opened before keep the old
+   * certificate until they close. Throws, keeping the current certificate, when the files do not load
+   * (an Error naming the file and the cause) or the port cannot be bound again; a no-op without TLS.
+   */
+  reloadTls(): Promise<void>;
 }
 
 const textDecoder = new TextDecoder();
@@ -78,15 +115,12 @@ const textDecoder = new TextDecoder();
  */
 export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
   const { uws, implementation } = loadUws();
-  const app: TemplatedApp = uws.App();
   const { logger } = opts;
   const responder = new Responder(logger, opts.metrics);
   /** Responses still open (streams), so shutdown can close them. */
   const open = new Set<Exchange>();
-  // Socket routes first: uWS hands a non-upgrade GET on them on to the catch-all below (404).
-  const sockets: WebSocketRegistry | undefined = opts.sockets
-    ? registerWebSockets(app, { routes: opts.sockets.routes, logger, maxBufferedBytes: opts.sockets.maxBufferedBytes, idleTimeoutS: opts.sockets.idleTimeoutS })
-    : undefined;
+  /** The open sockets of every app (a TLS reload adds one). */
+  let sockets: WebSocketRegistry | undefined;
 
   /**
    * A CORS preflight (Fetch Standard: `OPTIONS` with `Access-Control-Request-Method`) of a public route:
@@ -155,15 +189,21 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
     }
   }
 
-  app.any('/*', (res, uReq) => {
+  /**
+   * One HTTP request of any app: `secure` (the TLS port: every response carries HSTS), `neighboursOnly`
+   * (the plain internal port beside a TLS public port: NEIGHBOUR_PATHS only).
+   */
+  function request(res: UwsResponse, uReq: UwsRequest, secure: boolean, neighboursOnly: boolean): void {
     const head = readRequestHead(uReq);
     const { method, path, headers } = head;
     const arrivedAt = performance.now();
+    const peer = textDecoder.decode(res.getRemoteAddressAsText());
     const ex: Exchange = {
       res, closed: false, onAbort: undefined, startedAt: arrivedAt, status: 0, head: method === 'HEAD',
       req: {
         method, path, query: new URLSearchParams(head.query), headers, body: null,
-        requestId: newId('req'), remoteAddress: textDecoder.decode(res.getRemoteAddressAsText()), arrivedAt,
+        requestId: newId('req'), remoteAddress: opts.clientAddress === undefined ? peer : opts.clientAddress(peer, headers),
+        arrivedAt, responseHeaders: secure ? HSTS : undefined,
       },
     };
     res.onAborted(() => {
@@ -175,6 +215,10 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
     if (head.problem !== undefined) {
       // Answered before any body byte is read, so the connection cannot be reused.
       responder.sendError(ex, new AppError('malformed_request', head.problem), true);
+      return;
+    }
+    if (neighboursOnly && !NEIGHBOUR_PATHS.test(path)) {
+      responder.sendError(ex, new AppError('not_found', 'This port serves Parley\'s neighbours only; use the HTTPS port.'), method !== 'GET' && method !== 'HEAD');
       return;
     }
     if (preflight(ex)) return;
@@ -209,21 +253,42 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
       ex.req.body = outcome.body;
       void run(ex, route, params);
     });
-  });
+  }
 
-  const listen = (port: number): Promise<us_listen_socket> => new Promise((resolve, reject) => {
+  /**
+   * A new app with every route: the public one (an SSLApp with TLS: throws when its files do not load), or
+   * the plain internal one beside a TLS public port (`neighbours`: no sockets, NEIGHBOUR_PATHS only).
+   */
+  function createApp(kind: 'public' | 'neighbours'): TemplatedApp {
+    const secure = kind === 'public' && opts.tls !== undefined;
+    if (secure) checkTlsFiles(opts.tls!);
+    const app = secure ? uws.SSLApp({ cert_file_name: opts.tls!.certFile, key_file_name: opts.tls!.keyFile }) : uws.App();
+    // Socket routes first: uWS hands a non-upgrade GET on them on to the catch-all below (404).
+    if (opts.sockets !== undefined && kind === 'public') {
+      sockets = registerWebSockets(app, {
+        routes: opts.sockets.routes, logger, maxBufferedBytes: opts.sockets.maxBufferedBytes, idleTimeoutS: opts.sockets.idleTimeoutS,
+        clientAddress: opts.clientAddress, extraHeaders: secure ? HSTS_PAIRS : undefined, registry: sockets,
+      });
+    }
+    const neighboursOnly = kind === 'neighbours';
+    app.any('/*', (res, uReq) => request(res, uReq, secure, neighboursOnly));
+    return app;
+  }
+
+  const listen = (app: TemplatedApp, port: number): Promise<us_listen_socket> => new Promise((resolve, reject) => {
     app.listen(opts.host, port, (token: us_listen_socket | false) => {
       if (!token) reject(new Error(`could not listen on ${opts.host}:${port}`));
       else resolve(token);
     });
   });
   return (async () => {
-    const token = await listen(opts.port);
+    const app = createApp('public');
+    let token = await listen(app, opts.port);
     const port = uws.us_socket_local_port(token);
     let internal: us_listen_socket | undefined;
     if (opts.internalPort !== undefined) {
       try {
-        internal = await listen(opts.internalPort);
+        internal = await listen(opts.tls === undefined ? app : createApp('neighbours'), opts.internalPort);
       } catch (err) {
         uws.us_listen_socket_close(token);
         throw err;
@@ -232,11 +297,39 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
     const internalPort = internal === undefined ? undefined : uws.us_socket_local_port(internal);
     let publicClosed = false;
     let internalClosed = false;
-    logger.info({ host: opts.host, port, internal_port: internalPort, uws: implementation }, 'listening');
+    const scheme = opts.tls === undefined ? 'http' : 'https';
+    logger.info({ host: opts.host, port, tls: opts.tls !== undefined, internal_port: internalPort, uws: implementation },
+      `listening on ${scheme}://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`
+      + `${opts.host === '0.0.0.0' || opts.host === '::' ? ' (every network interface)' : ''}`
+      + `, TLS ${opts.tls === undefined ? 'off (plain HTTP)' : 'on (HTTPS and WSS)'}`
+      + (internalPort === undefined ? '' : `; neighbours on plain http port ${internalPort}`));
+    let reloading: Promise<void> | undefined;
+    const reload = async (): Promise<void> => {
+      // uSockets shares a port between listening sockets (SO_REUSEPORT) only when the port was named: one
+      // bound as port 0 cannot take a second listener, and closing it first would refuse connections.
+      if (opts.port === 0) throw new Error('TLS: a reload needs a fixed PARLEY_PORT (this server took any free port, 0)');
+      const next = createApp('public');
+      if (publicClosed) return;
+      const nextToken = await listen(next, port);
+      if (publicClosed) {
+        uws.us_listen_socket_close(nextToken);
+        return;
+      }
+      uws.us_listen_socket_close(token);
+      token = nextToken;
+      logger.info({ cert_file: opts.tls!.certFile }, 'TLS certificate reloaded: new connections use it, open ones keep theirs');
+    };
     return {
       port,
       internalPort,
       implementation,
+      tls: opts.tls !== undefined,
+      reloadTls: () => {
+        if (opts.tls === undefined) return Promise.resolve();
+        // One reload at a time: two SIGHUPs in a row do not leave an extra listening socket behind.
+        reloading = (reloading ?? Promise.resolve()).then(reload, reload);
+        return reloading;
+      },
       stopListening: (which = 'all') => {
         if (!publicClosed) { publicClosed = true; uws.us_listen_socket_close(token); }
         if (which === 'all' && internal !== undefined && !internalClosed) { internalClosed = true; uws.us_listen_socket_close(internal); }
@@ -249,4 +342,29 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
       get sockets() { return sockets?.size ?? 0; },
     };
   })();
+}
+
+/**
+ * Loads the PEM certificate chain and private key with node:tls first, for an error that says what is
+ * wrong (uWS's own is "App construction failed" whatever the cause): a missing or unreadable file, a
+ * file that is not PEM, or a key that does not match the certificate. Throws an Error.
+ */
+function checkTlsFiles(tls: { certFile: string; keyFile: string }): void {
+  let cert: Buffer;
+  let key: Buffer;
+  try {
+    cert = readFileSync(tls.certFile);
+  } catch (err) {
+    throw new Error(`TLS: cannot read the certificate file ${tls.certFile} (PARLEY_TLS_CERT_FILE): ${(err as Error).message}`);
+  }
+  try {
+    key = readFileSync(tls.keyFile);
+  } catch (err) {
+    throw new Error(`TLS: cannot read the key file ${tls.keyFile} (PARLEY_TLS_KEY_FILE): ${(err as Error).message}`);
+  }
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    throw new Error(`TLS: ${tls.certFile} and ${tls.keyFile} are not a PEM certificate and its private key: ${(err as Error).message}`);
+  }
 }

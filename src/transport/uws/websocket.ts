@@ -19,6 +19,15 @@ export interface WebSocketOptions {
   maxBufferedBytes: number;
   /** Seconds without a frame either way before uWS closes the socket; it pings before that (uWS rounds to 4 s). */
   idleTimeoutS: number;
+  /**
+   * The client's address from the socket peer and the upgrade's headers (src/net/trusted-proxies.ts:
+   * behind a trusted proxy, the address it forwarded); default: the peer.
+   */
+  clientAddress?: (peer: string, headers: Readonly<Record<string, string>>) => string;
+  /** Headers every refused upgrade carries besides its own (`Strict-Transport-Security` on the TLS port). */
+  extraHeaders?: ReadonlyArray<readonly [string, string]>;
+  /** The open sockets of another app to count and close together with these (a TLS reload's new app). */
+  registry?: WebSocketRegistry;
 }
 
 /** What uWS keeps per socket (its user data). */
@@ -27,6 +36,8 @@ interface SocketData {
   port: UwsPort | undefined;
   url: string;
   openedAt: number;
+  /** The client's address, resolved at the upgrade (WebSocketOptions.clientAddress). */
+  clientAddress: string;
 }
 
 /** The open sockets, so shutdown can close them. */
@@ -114,7 +125,8 @@ class UwsPort implements SocketPort {
  */
 export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): WebSocketRegistry {
   const { logger } = opts;
-  const open = new Set<WebSocket<SocketData>>();
+  const registry = (opts.registry ?? new SocketSet()) as SocketSet;
+  const open = registry.open;
 
   for (const route of opts.routes) {
     const names: string[] = [];
@@ -140,7 +152,8 @@ export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): W
         const protocol = req.getHeader('sec-websocket-protocol');
         const extensions = req.getHeader('sec-websocket-extensions');
         const raw = names.map((_n, i) => req.getParameter(i) ?? '');
-        const remoteAddress = textDecoder.decode(res.getRemoteAddressAsText());
+        const peer = textDecoder.decode(res.getRemoteAddressAsText());
+        const remoteAddress = opts.clientAddress === undefined ? peer : opts.clientAddress(peer, head.headers);
         const url = redactUrl(head.path, head.query);
         let aborted = false;
         res.onAborted(() => { aborted = true; });
@@ -152,6 +165,7 @@ export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): W
             res.writeStatus(statusLine(err.status));
             res.writeHeader('X-Request-Id', requestId);
             res.writeHeader(NOSNIFF[0], NOSNIFF[1]);
+            if (opts.extraHeaders !== undefined) for (const [k, v] of opts.extraHeaders) res.writeHeader(k, v);
             for (const [k, v] of Object.entries(err.headers ?? {})) res.writeHeader(k, v);
             res.writeHeader('Content-Type', 'application/json');
             res.end(JSON.stringify({ error: err.toBody(requestId) }), true);
@@ -169,7 +183,7 @@ export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): W
         route.accept({ params, query: new URLSearchParams(head.query), headers: head.headers, remoteAddress }).then((outcome) => {
           if (aborted) return;
           if (outcome.kind === 'refuse') return answer(outcome.error);
-          const data: SocketData = { outcome, port: undefined, url, openedAt: performance.now() };
+          const data: SocketData = { outcome, port: undefined, url, openedAt: performance.now(), clientAddress: remoteAddress };
           res.cork(() => res.upgrade<SocketData>(data, key, protocol, extensions, context));
         }, (err: unknown) => {
           logger.error({ err, url }, 'socket upgrade failed');
@@ -180,9 +194,8 @@ export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): W
       open: (ws: WebSocket<SocketData>) => {
         const data = ws.getUserData();
         open.add(ws);
-        const remoteAddress = textDecoder.decode(ws.getRemoteAddressAsText());
         // No closure per socket: the port logs through the shared logger (idle sockets' memory counts).
-        const port = new UwsPort(ws, remoteAddress, opts.maxBufferedBytes, logger);
+        const port = new UwsPort(ws, data.clientAddress, opts.maxBufferedBytes, logger);
         data.port = port;
         if (data.outcome.kind === 'close') {
           port.close(data.outcome.code, data.outcome.reason);
@@ -218,19 +231,27 @@ export function registerWebSockets(app: TemplatedApp, opts: WebSocketOptions): W
         if (data.port !== undefined) data.port.closed = true;
         const session: SocketSession | undefined = data.outcome.kind === 'open' ? data.outcome.session : undefined;
         session?.closed();
-        logger.info({ url: data.url, code, duration_ms: Math.round(performance.now() - data.openedAt) }, 'socket closed');
+        logger.info({ url: data.url, client_address: data.clientAddress, code, duration_ms: Math.round(performance.now() - data.openedAt) }, 'socket closed');
       },
     });
   }
 
-  return {
-    get size() { return open.size; },
-    closeAll() {
-      for (const ws of [...open]) {
-        const port = ws.getUserData().port;
-        if (port !== undefined) port.close(CLOSE.goingAway, 'shutting_down');
-        else ws.end(CLOSE.goingAway, 'shutting_down');
-      }
-    },
-  };
+  return registry;
+}
+
+/** The open sockets of one or more apps (registerWebSockets). */
+class SocketSet implements WebSocketRegistry {
+  readonly open = new Set<WebSocket<SocketData>>();
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  closeAll(): void {
+    for (const ws of [...this.open]) {
+      const port = ws.getUserData().port;
+      if (port !== undefined) port.close(CLOSE.goingAway, 'shutting_down');
+      else ws.end(CLOSE.goingAway, 'shutting_down');
+    }
+  }
 }

@@ -8,7 +8,7 @@
  * with `Retry-After`.
  */
 import { AppError } from '../../errors/app-error.js';
-import { apiKeyKey, memberKey, publicKeyKey, sessionKey, userKey } from '../../runtime/live/live-hub.js';
+import { apiKeyKey, conversationKey, memberKey, publicKeyKey, sessionKey, userKey } from '../../runtime/live/live-hub.js';
 import type { Principal } from '../../runtime/services/access.js';
 import { originAllowed } from '../../runtime/services/public.js';
 import type { Services } from '../http/services.js';
@@ -106,7 +106,8 @@ export function socketRoutes(s: Services, socket: SocketServices): SocketRouteDe
       accept: guarded(async (req) => {
         await publicAgent(s, req);
         const publicKey = req.params.public_key!;
-        return { kind: 'open', session: new ListenSession(socket, publicKey, req.params.conversation_id!, UNPUBLISHED(publicKey)) };
+        const conversationId = req.params.conversation_id!;
+        return { kind: 'open', session: new ListenSession(socket, publicKey, conversationId, { keys: [publicKeyKey(publicKey), conversationKey(conversationId)] }) };
       }),
     },
     {
@@ -119,7 +120,8 @@ export function socketRoutes(s: Services, socket: SocketServices): SocketRouteDe
         const after = req.query.get('after_message_id');
         if (after !== null && !/^msg_[0-9A-Za-z]{1,64}$/.test(after)) throw new AppError('validation_failed', 'after_message_id must be a msg_ id.');
         const catchUp = after === null ? undefined : { afterId: after };
-        return { kind: 'open', session: new OperatorSession(socket, principal.orgId, conversationId, catchUp, accessOf(principal)) };
+        const access = accessOf(principal);
+        return { kind: 'open', session: new OperatorSession(socket, principal.orgId, conversationId, catchUp, { ...access, keys: [...access.keys, conversationKey(conversationId)] }) };
       }),
     },
     {

@@ -49,11 +49,11 @@ const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * The close a change of a socket's access asks for, or undefined when the socket stays open:
- * ended -> 4401 with the error code (4404 `unpublished`); no longer a member -> 4403 `not_a_member`;
+ * ended -> 4401 with the error code (4404 `unpublished`, and `erased` for a conversation's sockets); no longer a member -> 4403 `not_a_member`;
  * another role -> 4401 `role_changed` (the client opens a new socket, under its new role).
  */
 export function closeForAccess(change: AccessChange, openedAs: Role | undefined): { code: number; reason: string } | undefined {
-  if (change.kind === 'ended') return { code: change.reason === 'unpublished' ? CLOSE.notFound : CLOSE.unauthenticated, reason: change.reason };
+  if (change.kind === 'ended') return { code: change.reason === 'unpublished' || change.reason === 'erased' ? CLOSE.notFound : CLOSE.unauthenticated, reason: change.reason };
   if (change.role === null) return { code: CLOSE.forbidden, reason: 'not_a_member' };
   return change.role === openedAs ? undefined : { code: CLOSE.unauthenticated, reason: 'role_changed' };
 }

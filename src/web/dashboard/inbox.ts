@@ -121,6 +121,11 @@ export class Inbox {
     this.changed();
   }
 
+  /** Drops an erased conversation from the list. */
+  remove(conversationId: string): void {
+    if (this.rows.delete(conversationId)) this.changed();
+  }
+
   /** Loads the next page of older conversations. */
   async loadMore(): Promise<void> {
     if (this.cursor === null) return;

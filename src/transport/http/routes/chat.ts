@@ -56,6 +56,16 @@ export function chatRoutes(s: Services): RouteDef[] {
       },
     },
     {
+      method: 'DELETE', path: '/v1/conversations/{conversation_id}', tag: 'Conversations', access: ACCESS.manage, query: EmptyQuery,
+      summary: 'Erase a conversation for good: its messages, tool runs and replay, and the text of its webhook events and their '
+        + 'receivers\' responses (replaced by "[erased]"); usage totals stay; conversation.deleted fires; its sockets close with 4404',
+      responses: [{ status: 204, description: 'Erased' }, { status: 404, description: 'Not found (also when already erased)', schema: ErrorSchema }],
+      async handle({ principal, params }) {
+        await s.chat.control.erase(principal.orgId, params.conversation_id!);
+        return { kind: 'empty', status: 204 };
+      },
+    },
+    {
       method: 'GET', path: '/v1/conversations/{conversation_id}/messages', tag: 'Conversations', access: ACCESS.member, query: PageQuery,
       summary: "A conversation's messages in order (the way to recover after a dropped stream, SPEC.md 4 rule 5)",
       responses: [{ status: 200, description: 'Messages, oldest first', schema: listOf(MessageSchema, 'MessageList') }, { status: 404, description: 'Not found', schema: ErrorSchema }],

@@ -9,6 +9,7 @@ import { handoffRoutes } from './handoff.js';
 import { knowledgeRoutes } from './knowledge.js';
 import { memberRoutes } from './members.js';
 import { operationRoutes } from './operations.js';
+import { organizationRoutes } from './organization.js';
 import { publicRoutes } from './public.js';
 import { usageRoutes, webhookRoutes } from './webhooks.js';
 import { openAIRoutes } from './openai.js';
@@ -24,7 +25,7 @@ export function apiRoutes(services: Services): RouteDef[] {
     ...operationRoutes(services, () => routes), ...authRoutes(services), ...apiKeyRoutes(services), ...memberRoutes(services),
     ...agentRoutes(services), ...knowledgeRoutes(services), ...chatRoutes(services), ...handoffRoutes(services), ...publicRoutes(services),
     ...openAIRoutes(services),
-    ...webhookRoutes(services), ...usageRoutes(services),
+    ...webhookRoutes(services), ...usageRoutes(services), ...organizationRoutes(services),
   );
   return routes;
 }

@@ -48,6 +48,7 @@ const ControlSchema = z.object({
     z.object({ op: z.literal('close') }),
     z.object({ op: z.literal('operator_message'), content: z.string() }),
     z.object({ op: z.literal('cancel'), turnId: z.string() }),
+    z.object({ op: z.literal('erase') }),
   ]),
 }).strict();
 

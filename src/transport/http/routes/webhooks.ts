@@ -23,7 +23,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
     {
       method: 'GET', path: '/v1/webhooks/events', tag: 'Webhooks', access: ACCESS.member, query: EmptyQuery,
       summary: 'The event names an endpoint can subscribe to (SPEC.md 6.2), with what each means',
-      responses: [{ status: 200, description: 'The nine events', schema: WebhookEventListSchema }],
+      responses: [{ status: 200, description: 'The nine events of SPEC.md 6.2, and conversation.deleted', schema: WebhookEventListSchema }],
       handle() {
         return { kind: 'json', status: 200, body: { data: s.webhooks.events() } };
       },

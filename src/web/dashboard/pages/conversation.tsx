@@ -1,13 +1,14 @@
 /**
  * An operator's live view of one conversation (API.md "Conversations and handoff", "WebSockets"): the
  * stored messages, then the operator socket (`WS /v1/conversations/{id}/ws?after_message_id=`) for what
- * comes next, the agent's reply streaming as it is written; take over, reply, resolve and close.
+ * comes next, the agent's reply streaming as it is written; take over, reply, resolve and close; erase
+ * (after a confirmation: `DELETE /v1/conversations/{id}`, owners and admins).
  */
 import { useEffect, useLayoutEffect, useReducer, useRef, useState } from 'preact/hooks';
 import { ApiError, type Agent, type Conversation, type Frame, type Message, type Page } from '../api.js';
 import type { Inbox } from '../inbox.js';
 import { LiveSocket, type LiveState } from '../live-socket.js';
-import { linkTo, pathOf } from '../router.js';
+import { linkTo, navigate, pathOf } from '../router.js';
 import type { Session } from '../session.js';
 import { addStored, applyFrame, EMPTY_THREAD, lastStoredId, type Thread, type ThreadItem } from '../thread.js';
 import { ErrorAlert, messageOf } from '../ui.js';
@@ -20,12 +21,13 @@ function reduce(t: Thread, a: Action): Thread {
   return a.kind === 'stored' ? addStored(t, a.messages) : applyFrame(t, a.frame);
 }
 
-type Verb = 'takeover' | 'resolve' | 'close';
+type Verb = 'takeover' | 'resolve' | 'close' | 'erase';
 
 const DONE: Record<Verb, string> = {
   takeover: 'You took over: the agent stays quiet until you resolve.',
   resolve: 'Resolved: the agent answers again.',
   close: 'Closed.',
+  erase: '',
 };
 
 /** See the file's comment. */
@@ -122,10 +124,17 @@ export function ConversationView({ session, conversationId, inbox, agents }: {
   }, [thread]);
 
   async function act(verb: Verb) {
+    if (verb === 'erase' && !confirm('Erase this conversation for good? Its messages and their text in the webhook history are deleted; this cannot be undone.')) return;
     setBusy(verb);
     setActionError(null);
     setFlash('');
     try {
+      if (verb === 'erase') {
+        await session.request('DELETE', `/v1/conversations/${encodeURIComponent(conversationId)}`);
+        inbox.remove(conversationId);
+        navigate('inbox');
+        return;
+      }
       const c = await session.request<Conversation>('POST', `/v1/conversations/${encodeURIComponent(conversationId)}/${verb}`);
       setConversation(c);
       inbox.update(c);
@@ -215,6 +224,8 @@ export function ConversationView({ session, conversationId, inbox, agents }: {
             title="Hand the conversation back to the agent" onClick={() => { void act('resolve'); }}>{busy === 'resolve' ? 'Resolving…' : 'Resolve'}</button>
           <button type="button" class="btn btn-sm btn-danger-quiet" disabled={busy !== null || closed}
             onClick={() => { void act('close'); }}>{busy === 'close' ? 'Closing…' : 'Close'}</button>
+          <button type="button" class="btn btn-sm btn-danger-quiet" disabled={busy !== null}
+            onClick={() => { void act('erase'); }}>{busy === 'erase' ? 'Erasing…' : 'Erase conversation'}</button>
         </div>
       </header>
       <div class="conv-log" ref={logRef} role="log" aria-label={`Messages with ${name}`} tabIndex={0}

@@ -8,6 +8,7 @@ import type { Session } from '../session.js';
 import { ErrorAlert, formatDate, messageOf, PageTitle, StatusMessage } from '../ui.js';
 
 type UsageDay = Schemas['UsageReport']['data'][number];
+type OrgSettings = Schemas['Organization'];
 type Threshold = Schemas['UsageThresholds']['thresholds'][number];
 
 const METRIC_LABELS: Record<Threshold['metric'], string> = { total_tokens: 'Total tokens', input_tokens: 'Input tokens', output_tokens: 'Output tokens' };
@@ -20,7 +21,8 @@ const dayOf = (iso: string) => new Date(`${iso}T00:00:00Z`);
 /**
  * Usage (issue 40, owners and admins): the chart "Tokens per day", input and output tokens of the last 30
  * days for one agent or all, the same numbers in a table, and the organization's thresholds with when
- * each next resets. Playground turns count: they cost tokens like any other.
+ * each next resets. Playground turns count: they cost tokens like any other. Also the organization's
+ * retention (`retention_days`: conversations idle that long are erased), beside the thresholds.
  */
 export function UsagePage({ session, org }: { session: Session; org: Organization }) {
   const [rows, setRows] = useState<UsageDay[] | null>(null);
@@ -31,6 +33,8 @@ export function UsagePage({ session, org }: { session: Session; org: Organizatio
   const [saving, setSaving] = useState(false);
   const [saveError, setSaveError] = useState<string | null>(null);
   const [flash, setFlash] = useState('');
+  const [settings, setSettings] = useState<OrgSettings | null>(null);
+  const [days_, setDays] = useState('');
   const now = useMemo(() => new Date(), []);
   const days = useMemo(() => lastDays(now), [now]);
 
@@ -40,11 +44,14 @@ export function UsagePage({ session, org }: { session: Session; org: Organizatio
       unwrap(session.api.GET('/v1/usage', { params: { query: { from: days[0], to: days[days.length - 1] } } })),
       unwrap(session.api.GET('/v1/agents', { params: { query: { limit: 100 } } })),
       unwrap(session.api.GET('/v1/usage/thresholds')),
-    ]).then(([usage, a, t]) => {
+      unwrap(session.api.GET('/v1/organization')),
+    ]).then(([usage, a, t, o]) => {
       if (!live) return;
       setRows(usage.data);
       setAgents(a.data);
       setThresholds(t.thresholds);
+      setSettings(o);
+      setDays(o.retention_days === null ? '' : String(o.retention_days));
     }, (err: unknown) => { if (live) setError(messageOf(err)); });
     return () => { live = false; };
   }, [session, org.id, days]);
@@ -73,6 +80,18 @@ export function UsagePage({ session, org }: { session: Session; org: Organizatio
       setSaveError(messageOf(err));
     } finally {
       setSaving(false);
+    }
+  }
+  async function saveRetention(e: Event) {
+    e.preventDefault();
+    setSaveError(null);
+    setFlash('');
+    try {
+      const o = await unwrap(session.api.PATCH('/v1/organization', { body: { retention_days: days_ === '' ? null : Number(days_) } }));
+      setSettings(o);
+      setFlash('Retention saved.');
+    } catch (err) {
+      setSaveError(messageOf(err));
     }
   }
   const setAt = (i: number, change: Partial<Threshold>) => setThresholds((all) => (all ?? []).map((t, j) => (j === i ? { ...t, ...change } : t)));
@@ -166,6 +185,17 @@ export function UsagePage({ session, org }: { session: Session; org: Organizatio
             <button type="button" class="btn btn-sm" onClick={() => setThresholds([...thresholds, { metric: 'total_tokens', value: 1_000_000, period: 'month' }])}>Add threshold</button>
             <button type="submit" class="btn btn-primary" disabled={saving}>{saving ? 'Saving…' : 'Save thresholds'}</button>
           </div>
+        </form>
+      )}
+      {settings !== null && (
+        <form class="card stack" onSubmit={saveRetention} aria-labelledby="retention-title">
+          <h2 id="retention-title" class="card-title">Retention</h2>
+          <div class="field">
+            <label for="retention-days">Erase conversations idle for (days)</label>
+            <input id="retention-days" type="number" min={1} max={36500} step={1} value={days_} onInput={(e) => setDays(e.currentTarget.value)} />
+          </div>
+          <p class="hint">Empty: the server's default, {settings.default_retention_days === null ? 'keep everything' : `${settings.default_retention_days} days`}. Erased conversations are gone for good; usage totals stay.</p>
+          <div class="editor-actions"><button type="submit" class="btn btn-primary">Save retention</button></div>
         </form>
       )}
     </>
