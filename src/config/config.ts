@@ -319,8 +319,27 @@ export interface Config {
 }
 
 /**
+ * What PARLEY_PROCESSES above 1 cannot work with, one line per variable (empty when nothing): every child
+ * listens on the one PARLEY_PORT, so port 0 (any free port) would give each child a port of its own, and
+ * none would be the service's; the primary gives each child an internal port of its own and each child
+ * advertises its own address, so one PARLEY_ADVERTISE_URL or PARLEY_INTERNAL_PORT for all of them would
+ * send every neighbour's forwarded request to one child (docs/scaling.md).
+ */
+function processGroupConflicts(e: { PARLEY_PORT: number; PARLEY_ADVERTISE_URL?: string | undefined; PARLEY_INTERNAL_PORT?: number | undefined }): string[] {
+  const lines: string[] = [];
+  if (e.PARLEY_PORT === 0) lines.push('PARLEY_PORT: 0 (any free port) cannot be shared by PARLEY_PROCESSES processes: give a port number');
+  if (e.PARLEY_ADVERTISE_URL !== undefined) {
+    lines.push('PARLEY_ADVERTISE_URL: cannot be set with PARLEY_PROCESSES above 1 (each process advertises its own internal port): unset it, or run the processes yourself, each with its own');
+  }
+  if (e.PARLEY_INTERNAL_PORT !== undefined) {
+    lines.push('PARLEY_INTERNAL_PORT: cannot be set with PARLEY_PROCESSES above 1 (each process gets a free internal port of its own): unset it');
+  }
+  return lines;
+}
+
+/**
  * Parses configuration from an environment map (default `process.env`). Throws an Error listing every
- * invalid variable. `projectRoot` resolves the default docs and dashboard folders.
+ * invalid variable, and the variables PARLEY_PROCESSES above 1 cannot work with (processGroupConflicts). `projectRoot` resolves the default docs and dashboard folders.
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env, projectRoot = process.cwd()): Readonly<Config> {
   const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
@@ -337,6 +356,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trusted = new TrustedProxies((e.PARLEY_TRUSTED_PROXIES ?? '').split(','));
   } catch (err) {
     throw new Error(`Invalid configuration:\n  PARLEY_TRUSTED_PROXIES: ${(err as Error).message}`);
+  }
+  const processes = e.PARLEY_PROCESSES === 'auto' ? availableParallelism() : e.PARLEY_PROCESSES;
+  if (processes > 1) {
+    const refused = processGroupConflicts(e);
+    if (refused.length > 0) throw new Error(`Invalid configuration:\n  ${refused.join('\n  ')}`);
   }
   if (e.PARLEY_EMBEDDINGS_MODEL !== undefined && e.PARLEY_OPENAI_BASE_URL === undefined) {
     throw new Error('Invalid configuration:\n  PARLEY_EMBEDDINGS_MODEL: needs PARLEY_OPENAI_BASE_URL (embeddings come from the OpenAI-compatible provider)');
@@ -390,7 +414,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     feedPollMs: e.PARLEY_FEED_POLL_MS,
     cluster: {
       advertiseUrl: e.PARLEY_ADVERTISE_URL?.replace(/\/+$/, ''), internalPort: e.PARLEY_INTERNAL_PORT, leaseMs: e.PARLEY_LEASE_MS,
-      processes: e.PARLEY_PROCESSES === 'auto' ? availableParallelism() : e.PARLEY_PROCESSES, replaces: e.PARLEY_REPLACES_PROCESS,
+      processes, replaces: e.PARLEY_REPLACES_PROCESS,
       groupChild: e.PARLEY_GROUP_CHILD, index: e.PARLEY_PROCESS_INDEX,
     },
     bootstrap: e.PARLEY_BOOTSTRAP,
