@@ -357,6 +357,62 @@ describe('TurnRegistry', () => {
     reg.close();
   });
 
+  it('keeps finished channels whose total is exactly the budget', () => {
+    // 2 x (81 + 38) + 1,024 = 1,262 bytes each, as above; the budget is exactly two of them.
+    const reg = new TurnRegistry({ replayMs: 60_000, perTurn: { maxChars: 10_000 }, maxRetainedBytes: 2_524 });
+    const a = turnLike(reg, 'turn_a');
+    const b = turnLike(reg, 'turn_b');
+    finishWith(a, 'x'.repeat(80));
+    finishWith(b, 'y'.repeat(80));
+    expect(reg.retained).toEqual({ channels: 2, bytes: 2_524 });
+    expect(reg.channel('turn_a')).toBe(a);
+    reg.close();
+  });
+
+  it('sweeps once per replayMs: a channel exactly replayMs old stays, an older one goes, a younger one stays', () => {
+    vi.useFakeTimers();
+    const reg = new TurnRegistry({ replayMs: 5_000, perTurn: { maxChars: 10_000 }, maxRetainedBytes: 1_000_000 });
+    const a = turnLike(reg, 'turn_a');
+    const b = turnLike(reg, 'turn_b');
+    finishWith(a, 'x');
+    vi.advanceTimersByTime(5_000); // the sweep at t=5 s: a is exactly 5 s old
+    expect(reg.channel('turn_a')).toBe(a);
+    vi.advanceTimersByTime(1_000);
+    finishWith(b, 'y');
+    vi.advanceTimersByTime(3_999); // no sweep between t=5 s and t=10 s
+    expect(reg.channel('turn_a')).toBe(a);
+    vi.advanceTimersByTime(1); // the sweep at t=10 s: a is 10 s old, b 4 s
+    expect(reg.channel('turn_a')).toBeUndefined();
+    expect(reg.channel('turn_b')).toBe(b);
+    expect(a.isReplayable).toBe(false);
+    expect(reg.retained.channels).toBe(1);
+    reg.close();
+  });
+
+  it('sweeps at least once a second when replayMs is shorter, and close stops the sweeps', () => {
+    vi.useFakeTimers();
+    const reg = new TurnRegistry({ replayMs: 10, perTurn: { maxChars: 10_000 }, maxRetainedBytes: 1_000_000 });
+    const a = turnLike(reg, 'turn_a');
+    finishWith(a, 'x');
+    vi.advanceTimersByTime(999);
+    expect(reg.channel('turn_a')).toBe(a);
+    vi.advanceTimersByTime(1);
+    expect(reg.channel('turn_a')).toBeUndefined();
+    expect(vi.getTimerCount()).toBe(1);
+    reg.close();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('lists its running turns, and forgets them as they end', () => {
+    const reg = new TurnRegistry({ replayMs: 60_000, perTurn: { maxChars: 10_000 }, maxRetainedBytes: 1_000_000 });
+    const a = turnLike(reg, 'turn_a');
+    turnLike(reg, 'turn_b');
+    expect([...reg.all()].map((t) => t.id)).toEqual(['turn_a', 'turn_b']);
+    finishWith(a, 'x');
+    expect([...reg.all()].map((t) => t.id)).toEqual(['turn_b']);
+    reg.close();
+  });
+
   it('a discarded (withdrawn) turn leaves nothing to replay', () => {
     const reg = new TurnRegistry({ replayMs: 60_000, perTurn: { maxChars: 10_000 }, maxRetainedBytes: 1_000_000 });
     const a = turnLike(reg, 'turn_a');
