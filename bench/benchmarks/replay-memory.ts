@@ -154,7 +154,7 @@ export async function replayMemory(ctx: Ctx): Promise<BenchOutcome> {
   ];
   const notes = [
     'The process with PARLEY_TURN_REPLAY_BYTES=0 keeps only its newest finished turn, so the difference after the same turns is what the kept turns cost: in RSS and in V8\'s used heap (nodejs_heap_size_used_bytes) as they are (both include what the last collections left), and in the live heap, read after a full collection (each process writes a heap snapshot on SIGUSR2, which V8 takes after collecting all garbage; the snapshot is deleted).',
-    'Turns that fail with no_done in the PARLEY_TURN_REPLAY_BYTES=0 column: a turn that ended before its own SSE response attached to its channel, whose replay the budget had already dropped (the next turn to end evicts it); the response then ends without its events. Their turns ran and were stored all the same, so the memory compared is that of the same work.',
+    'Failed turns are counted by code: a typed refusal by its error code, a stream that ended without its done event as no_done. The budget only bounds what later readers can resume (a turn\'s own response gets every event whatever the budget kept), so both columns serve the same turns and the memory compared is that of the same work.',
     'An estimate far from the measured cost per turn means the budget bounds a different amount of memory than PARLEY_TURN_REPLAY_BYTES says (src/runtime/turn/turn-registry.ts CHANNEL_OVERHEAD_BYTES).',
   ];
   return {

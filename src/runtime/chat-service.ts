@@ -210,7 +210,9 @@ export class ChatService {
   /**
    * Accepts a visitor message for agent `agentId` of `orgId` and returns the turn's channel once the
    * message is durable; its first event (`conversation`) is already emitted and the turn may already be
-   * streaming into it. Admission control runs first, before any other work. Throws AppError:
+   * streaming into it, or even have ended. The caller is the turn's own client: it reads the channel with
+   * `subscribeOrigin` (every event, whatever the replay budget did meanwhile), or calls `releaseOrigin`
+   * when it will not read it. Admission control runs first, before any other work. Throws AppError:
    * `overloaded` (503, Retry-After), `shutting_down`, `not_found` (unknown agent, unknown conversation or
    * one of another agent), `conversation_closed`, `turn_in_progress` (queue full), `unknown_provider`
    * (the agent's provider is not configured), or what the store throws when the message cannot be stored.

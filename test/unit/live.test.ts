@@ -170,6 +170,50 @@ describe('TurnFollower', () => {
   });
 });
 
+describe('TurnFollower: the socket\'s own turns', () => {
+  const ownChannel = (turnId: string) => new TurnChannel(turnId, 'conv_1', 'org_1', { maxChars: 1_000_000 }, undefined, true);
+
+  it('an own turn queued behind another gets every event, though it ended and its replay was dropped while it waited', () => {
+    const out: string[] = [];
+    const gone: string[] = [];
+    const follower = new TurnFollower((f) => out.push(JSON.parse(f).delta ?? JSON.parse(f).type), new ChannelFrames(), (ch) => gone.push(ch.turnId));
+    const t1 = ownChannel('turn_1');
+    const t2 = ownChannel('turn_2');
+    t1.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' });
+    t2.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_2' });
+    follower.follow(t1, 'origin');
+    follower.follow(t2, 'origin');
+    t2.emit({ type: 'token', delta: 'x' });
+    t2.emit({ type: 'done', finish_reason: 'stop' });
+    t2.dropReplay();
+    t1.emit({ type: 'token', delta: 'a' });
+    t1.emit({ type: 'done', finish_reason: 'stop' });
+    expect(out).toEqual(['conversation', 'a', 'done', 'conversation', 'x', 'done']);
+    expect(gone).toEqual([]);
+  });
+
+  it('closing the socket releases what its waiting own turns kept for it; an own turn offered after close is released', () => {
+    const follower = new TurnFollower(() => {}, new ChannelFrames(), () => {});
+    const t1 = ownChannel('turn_1');
+    const t2 = ownChannel('turn_2');
+    t1.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' });
+    t2.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_2' });
+    t2.dropReplay();
+    follower.follow(t1, 'origin');
+    follower.follow(t2, 'origin');
+    expect(t1.awaitsOrigin).toBe(false);
+    expect(t2.awaitsOrigin).toBe(true);
+    expect(t2.retainedChars).toBeGreaterThan(0);
+    follower.close();
+    expect(t2.awaitsOrigin).toBe(false);
+    expect(t2.retainedChars).toBe(0);
+    expect(t1.subscriberCount).toBe(0);
+    const t3 = ownChannel('turn_3');
+    follower.follow(t3, 'origin');
+    expect(t3.awaitsOrigin).toBe(false);
+  });
+});
+
 describe('listen-only join: nothing lost or doubled between catch-up and live', () => {
   it('skips what the catch-up showed, follows what it did not, and goes live', async () => {
     const hub = new LiveHub();

@@ -142,3 +142,31 @@ describe('SseHub with a framer (another wire format, e.g. OpenAI chunks)', () =>
     }
   });
 });
+
+describe('SseHub: the turn\'s own response', () => {
+  it('from \'origin\' writes every event of a turn whose replay was dropped before it attached; a reader from 0 gets nothing', () => {
+    const hub = new SseHub({ heartbeatMs: 60_000 });
+    try {
+      const ch = new TurnChannel('turn_1', 'conv_1', 'org_1', { maxChars: 1_000_000 }, undefined, true);
+      ch.emit({ type: 'conversation', conversation_id: 'conv_1', turn_id: 'turn_1' });
+      ch.emit({ type: 'token', delta: 'a' });
+      ch.emit({ type: 'done', finish_reason: 'stop' });
+      ch.dropReplay(); // the budget evicted it
+      const reader = stuckSink();
+      hub.attach(reader, ch, 0);
+      expect(reader.written).toEqual([]);
+      expect(reader.ended).toBe(1);
+      const own = stuckSink();
+      own.bufferedBytes = () => 0;
+      hub.attach(own, ch, 'origin');
+      expect(own.written).toEqual([
+        'id: turn_1:1\ndata: {"type":"conversation","conversation_id":"conv_1","turn_id":"turn_1"}\n\n'
+        + 'id: turn_1:2\ndata: {"type":"token","delta":"a"}\n\nid: turn_1:3\ndata: {"type":"done","finish_reason":"stop"}\n\n',
+      ]);
+      expect(own.ended).toBe(1);
+      expect(hub.size).toBe(0);
+    } finally {
+      hub.close();
+    }
+  });
+});

@@ -6,7 +6,8 @@
  * numbers, replayable from the start. One mirror per turn per process, however many local clients follow it.
  *
  * - `send` forwards a chat message to its conversation's owner: the owner stores the visitor message and
- *   runs the turn; the mirror is handed out once the owner answered with the turn's first event.
+ *   runs the turn; the mirror is handed out once the owner answered with the turn's first event, and keeps
+ *   every event for the client that sent the message until it subscribed (TurnChannel `awaitsOrigin`).
  * - `follow` mirrors a turn that is running, or recently ran, elsewhere (a listen socket here, a resume
  *   here of a turn that ran there).
  * A stream cut before the turn's end (the owner died) ends the mirror with `error` / `interrupted`.
@@ -79,7 +80,7 @@ export class RemoteTurns {
    * PeerUnreachable (no answer: the caller decides whether the owner is dead).
    */
   async send(url: string, chat: ForwardedChat): Promise<TurnChannel> {
-    const channel = await this.open(url, INTERNAL_CHAT_PATH, 'POST', chat, chat.org_id);
+    const channel = await this.open(url, INTERNAL_CHAT_PATH, 'POST', chat, chat.org_id, true);
     if (channel === undefined) throw new AppError('internal_error', 'The owning process answered without a turn.');
     return channel;
   }
@@ -94,7 +95,7 @@ export class RemoteTurns {
     if (known !== undefined) return Promise.resolve(known.isReplayable ? known : undefined);
     let pending = this.following.get(turnId);
     if (pending === undefined) {
-      pending = this.open(url, internalTurnEventsPath(turnId), 'GET', undefined, orgId).finally(() => this.following.delete(turnId));
+      pending = this.open(url, internalTurnEventsPath(turnId), 'GET', undefined, orgId, false).finally(() => this.following.delete(turnId));
       this.following.set(turnId, pending);
     }
     return pending;
@@ -127,8 +128,9 @@ export class RemoteTurns {
   /**
    * Opens the stream and resolves once its first event came (the mirror exists then) or the answer was
    * an error. 404 resolves undefined; 421 throws NotOwner; another error status throws its AppError.
+   * `origin`: the mirror is handed to the client whose message started the turn (TurnChannel `awaitsOrigin`).
    */
-  private open(url: string, path: string, method: 'GET' | 'POST', body: unknown, orgId: string): Promise<TurnChannel | undefined> {
+  private open(url: string, path: string, method: 'GET' | 'POST', body: unknown, orgId: string, origin: boolean): Promise<TurnChannel | undefined> {
     return new Promise<TurnChannel | undefined>((resolve, reject) => {
       const abort = new AbortController();
       this.aborts.add(abort);
@@ -141,7 +143,7 @@ export class RemoteTurns {
           try { event = JSON.parse(data) as StreamEvent; } catch { return; }
           if (channel === undefined) {
             if (event.type !== 'conversation') return;
-            channel = new TurnChannel(event.turn_id, event.conversation_id, orgId, { maxChars: this.opts.maxChars });
+            channel = new TurnChannel(event.turn_id, event.conversation_id, orgId, { maxChars: this.opts.maxChars }, undefined, origin);
             this.keep(channel);
             channel.emit(event);
             settle(() => resolve(channel));

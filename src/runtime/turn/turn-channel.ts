@@ -20,6 +20,18 @@ export interface ReplayLimits {
   maxChars: number;
 }
 
+/**
+ * Where a subscriber of a turn's channel starts: `'origin'`, the turn's own client (the request or socket
+ * whose message started it: TurnChannel.subscribeOrigin, every event whatever the replay retention), or a
+ * sequence number, a reader that replays what came after it (TurnChannel.subscribe: 0 for all, while kept).
+ */
+export type ReadFrom = 'origin' | number;
+
+/** Subscribes `sub` to `channel` from `from` (see {@link ReadFrom}); the unsubscribe function, or undefined when not kept. */
+export function subscribeFrom(channel: TurnChannel, sub: ChannelSubscriber, from: ReadFrom): (() => void) | undefined {
+  return from === 'origin' ? channel.subscribeOrigin(sub) : channel.subscribe(sub, from);
+}
+
 /** Non-token events are kept as their JSON; a run of consecutive tokens as one text plus end offsets. */
 type Kept =
   | { kind: 'event'; seq: number; event: StreamEvent; json: string }
@@ -45,6 +57,13 @@ export function tokenJson(delta: string): string {
  * Memory: tokens are kept as one string per run of consecutive tokens plus one offset per token (the
  * frames are rebuilt on replay, byte-identical), so a long reply costs about its text, not an object and
  * a JSON string per token. The buffer is capped at `limits.maxChars`.
+ *
+ * The turn's own client (the request or socket whose message started it: ChatService.send hands it the
+ * channel once the visitor message is durable, and the turn may have run, even ended, by then) never
+ * depends on that buffer's retention: a channel made with `awaitsOrigin` keeps every event for it until it
+ * subscribes through {@link subscribeOrigin} (or gives up: {@link releaseOrigin}), even past the cap or after
+ * the registry dropped its replay (src/runtime/turn/turn-registry.ts). Replay retention (the cap,
+ * PARLEY_TURN_REPLAY_BYTES, PARLEY_TURN_REPLAY_MS) only decides what other and later readers can get.
  */
 export class TurnChannel {
   readonly turnId: string;
@@ -54,18 +73,31 @@ export class TurnChannel {
   private readonly subscribers = new Set<ChannelSubscriber>();
   private seq = 0;
   private keptChars = 0;
+  /** Readers other than the origin may still replay from the start (the buffer is kept for them). */
   private replayable = true;
+  /** The turn's own client has not subscribed yet (nor given up): the buffer is kept for it. */
+  private originPending: boolean;
+  /** Events are appended to the buffer: `replayable || originPending` (one field read per event). */
+  private keeping: boolean;
   private endedAt = 0;
   private last: StreamEvent | undefined;
   private readonly maxChars: number;
   private readonly onEnded: ((channel: TurnChannel) => void) | undefined;
 
-  constructor(turnId: string, conversationId: string, orgId: string, limits: ReplayLimits, onEnded?: (channel: TurnChannel) => void) {
+  /**
+   * @param limits the replay cap (readers other than the origin)
+   * @param onEnded called once, after the terminal event reached every subscriber
+   * @param awaitsOrigin the turn's own client will subscribe later through {@link subscribeOrigin}: every
+   *   event is kept for it until then, whatever happens to the replay (default false: readers only)
+   */
+  constructor(turnId: string, conversationId: string, orgId: string, limits: ReplayLimits, onEnded?: (channel: TurnChannel) => void, awaitsOrigin = false) {
     this.turnId = turnId;
     this.conversationId = conversationId;
     this.orgId = orgId;
     this.maxChars = limits.maxChars;
     this.onEnded = onEnded;
+    this.originPending = awaitsOrigin;
+    this.keeping = true;
   }
 
   /** True once `done` or `error` was emitted. */
@@ -88,14 +120,25 @@ export class TurnChannel {
     return this.seq;
   }
 
-  /** Characters the replay buffer holds (0 once it gave up keeping events). */
+  /**
+   * Characters the replay buffer holds: 0 once it gave up keeping events, unless they are still kept for
+   * the turn's own client (then until it subscribed).
+   */
   get retainedChars(): number {
     return this.keptChars;
   }
 
-  /** False once the buffer passed its cap: events can no longer be replayed from the start. */
+  /**
+   * False once the buffer passed its cap or its replay was dropped: readers can no longer replay from the
+   * start (the turn's own client still gets every event: {@link subscribeOrigin}).
+   */
   get isReplayable(): boolean {
     return this.replayable;
+  }
+
+  /** True until the turn's own client subscribed ({@link subscribeOrigin}) or gave up ({@link releaseOrigin}). */
+  get awaitsOrigin(): boolean {
+    return this.originPending;
   }
 
   /** Number of live subscribers. */
@@ -112,7 +155,7 @@ export class TurnChannel {
     const seq = ++this.seq;
     const isToken = event.type === 'token';
     const json = isToken ? tokenJson(event.delta) : JSON.stringify(event);
-    if (this.replayable) this.keep(seq, event, json);
+    if (this.keeping) this.keep(seq, event, json);
     const terminal = isTerminal(event);
     if (terminal) {
       this.endedAt = Date.now();
@@ -148,14 +191,47 @@ export class TurnChannel {
       this.keptChars += json.length;
       this.kept.push({ kind: 'event', seq, event, json });
     }
-    if (this.keptChars > this.maxChars) this.dropReplay();
+    if (this.replayable && this.keptChars > this.maxChars) this.dropReplay();
   }
 
-  /** Stops keeping events and frees what was kept (the buffer passed its cap, or the registry evicted it). */
+  /**
+   * Ends the replay for readers (the buffer passed its cap, or the registry evicted it) and frees what was
+   * kept, unless the turn's own client is still to subscribe: then the events stay (and keep coming) for
+   * it alone, and are freed once it has them.
+   */
   dropReplay(): void {
     this.replayable = false;
+    if (!this.originPending) this.free();
+  }
+
+  /** Stops keeping events and frees what was kept. */
+  private free(): void {
+    this.keeping = false;
     this.kept.length = 0;
     this.keptChars = 0;
+  }
+
+  /**
+   * The turn's own client will not subscribe (it went away before it could, or answers a HEAD): what was
+   * kept for it alone is freed. Idempotent; nothing changes for readers.
+   */
+  releaseOrigin(): void {
+    this.originPending = false;
+    if (!this.replayable) this.free();
+  }
+
+  /**
+   * Subscribes the turn's own client: every event from the first (`conversation`), replayed from what was
+   * kept for it, then live ones until the end, whatever the replay budget did meanwhile. Returns the
+   * unsubscribe function. On a channel not made with `awaitsOrigin`, or once the origin subscribed or gave
+   * up, this is `subscribe(sub, 0)`, and may return `undefined` like it.
+   */
+  subscribeOrigin(sub: ChannelSubscriber): (() => void) | undefined {
+    if (!this.originPending) return this.subscribe(sub, 0);
+    this.originPending = false;
+    this.replay(sub, 0);
+    if (!this.replayable) this.free();
+    return this.follow(sub);
   }
 
   /**
@@ -168,6 +244,11 @@ export class TurnChannel {
       if (!this.replayable) return undefined;
       this.replay(sub, afterSeq);
     }
+    return this.follow(sub);
+  }
+
+  /** Delivers live events to `sub` until the end (at once its end, when the turn already ended). */
+  private follow(sub: ChannelSubscriber): () => void {
     if (this.endedAt !== 0) {
       sub.onEnd();
       return () => {};

@@ -10,7 +10,8 @@ export interface TurnRegistryOptions {
   perTurn: ReplayLimits;
   /**
    * Cap on the memory kept by all finished channels together, bytes (estimated: see {@link retainedBytesOf});
-   * past it the oldest are evicted first, and their turns fall back to their stored messages.
+   * past it the oldest are evicted first, and their turns fall back to their stored messages. Eviction only
+   * concerns readers other than a turn's own client (see {@link TurnRegistry}).
    */
   maxRetainedBytes: number;
   /** Called once for every channel whose terminal event was emitted (the live hub's `turn.ended`). */
@@ -22,6 +23,15 @@ export interface TurnRegistryOptions {
  * (resume, cancel) and the lifecycle (drain, a crashed conversation) look turns up here; the work of a
  * turn never does (it holds its Turn object). Memory is bounded by time (`replayMs`) and by size
  * (`perTurn`, `maxRetainedBytes`).
+ *
+ * Those bounds govern replay for other and later readers only (a resume with Last-Event-ID, a socket's
+ * `resume`, a neighbour following the turn). A turn's own client, the request or socket whose message
+ * started it, can subscribe after the turn ended (a turn that finishes in the SQLite commit of its visitor
+ * message ends before ChatService.send hands its channel out) and after the budget evicted it (the next
+ * turn to end does that when the budget is small): its channel, made by {@link channelFor} with
+ * `awaitsOrigin`, keeps the events for that client until it subscribed (TurnChannel.subscribeOrigin). What
+ * an evicted channel still holds for its own client is no longer counted in {@link retained}: it is
+ * delivery in flight, freed as soon as that client has it, not replay.
  */
 export class TurnRegistry {
   /** Every channel's end callback: one function for all of them, not a closure per live turn. */
@@ -39,9 +49,12 @@ export class TurnRegistry {
     this.sweeper = setInterval(() => this.sweep(Date.now()), Math.min(60_000, Math.max(1000, opts.replayMs))).unref();
   }
 
-  /** A channel for a new turn, wired to move the turn to "finished" when its terminal event is emitted. */
+  /**
+   * A channel for a new turn, wired to move the turn to "finished" when its terminal event is emitted, that
+   * keeps every event for the turn's own client until it subscribed (TurnChannel `awaitsOrigin`).
+   */
   channelFor(turnId: string, conversationId: string, orgId: string): TurnChannel {
-    return new TurnChannel(turnId, conversationId, orgId, this.opts.perTurn, this.channelEnded);
+    return new TurnChannel(turnId, conversationId, orgId, this.opts.perTurn, this.channelEnded, true);
   }
 
   /** Registers a running turn. */

@@ -48,9 +48,11 @@ export function oneShotResult(body: unknown, timing: TurnTiming | null): HttpRes
 }
 
 /**
- * Follows a turn's channel to its end and assembles the one-shot reply from the same events a stream
- * gets (tokens appended, `replace` assigned), with the timing of its `usage` event. Rejects with the
- * turn's error as an AppError (e.g. 502 model_unavailable, 504 model_timeout).
+ * Follows a turn's channel to its end as the turn's own client (the request whose message started it:
+ * TurnChannel.subscribeOrigin, every event whatever the replay retention) and assembles the one-shot reply
+ * from the same events a stream gets (tokens appended, `replace` assigned), with the timing of its `usage`
+ * event. Rejects with the turn's error as an AppError (e.g. 502 model_unavailable, 504 model_timeout), or
+ * `internal_error` when the channel no longer has its events (its own client already subscribed once).
  */
 export function collectReply(channel: TurnChannel): Promise<CollectedReply> {
   return new Promise((resolve, reject) => {
@@ -60,7 +62,7 @@ export function collectReply(channel: TurnChannel): Promise<CollectedReply> {
       usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 }, finish_reason: 'stop',
     };
     const calls = new Map<string, ToolRun>();
-    channel.subscribe({
+    const unsubscribe = channel.subscribeOrigin({
       onEvent(_seq, event) {
         switch (event.type) {
           case 'token': reply.content += event.delta; break;
@@ -91,5 +93,6 @@ export function collectReply(channel: TurnChannel): Promise<CollectedReply> {
       },
       onEnd() {},
     });
+    if (unsubscribe === undefined) reject(new AppError('internal_error', 'The events of this turn are no longer kept; fetch the messages of the conversation.'));
   });
 }

@@ -1,6 +1,6 @@
 import type { ZodType } from 'zod';
 import type { AccessRule, Principal } from '../../runtime/services/access.js';
-import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
+import type { ReadFrom, TurnChannel } from '../../runtime/turn/turn-channel.js';
 import type { SseFramer } from '../sse/sse-writer.js';
 
 /** An HTTP request as route handlers see it: no uWS types, everything copied out of the socket. */
@@ -38,10 +38,11 @@ export type HttpResult =
   /** Bytes as they are (static files, possibly gzip-encoded: then `headers` says so). */
   | { kind: 'bytes'; status: number; contentType: string; body: Uint8Array; headers?: Record<string, string> }
   /**
-   * An SSE stream of a turn's channel, replaying after `afterSeq`, each event framed by `framer` (default:
-   * Parley's own stream events).
+   * An SSE stream of a turn's channel from `from` (`'origin'`: the response of the request that started
+   * the turn, which gets every event whatever the replay retention; a number: a resume, replaying after
+   * that sequence number), each event framed by `framer` (default: Parley's own stream events).
    */
-  | { kind: 'sse'; channel: TurnChannel; afterSeq: number; framer?: SseFramer };
+  | { kind: 'sse'; channel: TurnChannel; from: ReadFrom; framer?: SseFramer };
 
 /** Context handed to a route handler: path params, validated body and query, the caller. */
 export interface RouteContext<B, Q> {

@@ -1,5 +1,5 @@
 import type { Logger } from '../../log/logger.js';
-import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
+import { subscribeFrom, type ReadFrom, type TurnChannel } from '../../runtime/turn/turn-channel.js';
 import type { StreamEvent } from '../../vocabulary/stream-event.js';
 
 /** Where SSE bytes go: the transport's response, already carrying status and headers. */
@@ -99,16 +99,17 @@ export class SseHub {
   }
 
   /**
-   * Streams `channel` to `sink` from after `afterSeq` until the terminal event, then ends the response,
-   * each event framed by `framer` (default: Parley's own events, `id: <turn_id>:<seq>` and `data:`).
-   * Returns the function to call when the client goes away (it only unsubscribes).
+   * Streams `channel` to `sink` from `from` (`'origin'`: the turn's own client, every event; a number: the
+   * events after it) until the terminal event, then ends the response, each event framed by `framer`
+   * (default: Parley's own events, `id: <turn_id>:<seq>` and `data:`). Returns the function to call when
+   * the client goes away (it only unsubscribes).
    */
-  attach(sink: SseSink, channel: TurnChannel, afterSeq: number, framer?: SseFramer): () => void {
+  attach(sink: SseSink, channel: TurnChannel, from: ReadFrom, framer?: SseFramer): () => void {
     const stream: LiveStream = {
       sink, turnId: channel.turnId, lastWriteAt: Date.now(), closed: false, unsubscribe: undefined, framer, pending: '', flushScheduled: false,
     };
     this.live.add(stream);
-    const unsubscribe = channel.subscribe({
+    const unsubscribe = subscribeFrom(channel, {
       onEvent: (seq, event, json) => {
         if (stream.closed) return;
         const framer = stream.framer;
@@ -131,9 +132,9 @@ export class SseHub {
         this.detach(stream);
         sink.end();
       },
-    }, afterSeq);
+    }, from);
     if (unsubscribe === undefined) {
-      // The events after `afterSeq` are no longer kept (the caller checked, but not in this tick): end.
+      // A reader whose events after `from` are no longer kept (the caller checked, but not in this tick): end.
       if (!stream.closed) {
         this.detach(stream);
         sink.end();

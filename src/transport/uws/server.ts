@@ -161,19 +161,20 @@ export function startUwsServer(opts: UwsServerOptions): Promise<UwsServer> {
   }
 
   function stream(ex: Exchange, result: Extract<HttpResult, { kind: 'sse' }>): void {
-    if (ex.closed) return;
-    const turnId = result.channel.turnId;
-    if (ex.head) {
-      responder.sendStreamHead(ex, turnId);
+    if (ex.closed || ex.head) {
+      // The turn's own client will not read its events (it went away, or asked for the head alone).
+      if (result.from === 'origin') result.channel.releaseOrigin();
+      if (ex.head) responder.sendStreamHead(ex, result.channel.turnId); // nothing when it went away
       return;
     }
+    const turnId = result.channel.turnId;
     const ending = new StreamEnding(ex, turnId);
     // One cork: the status, the headers and the events the turn already has (at least its `conversation`
     // event, often the first tokens) leave in one write.
     ex.res.cork(() => {
       const sink = openSseResponse(ex, turnId, ending);
       open.add(ex);
-      ending.detach = opts.sse.attach(sink, result.channel, result.afterSeq, result.framer);
+      ending.detach = opts.sse.attach(sink, result.channel, result.from, result.framer);
     });
     ex.onAbort = ending;
     releaseRequest(ex.req);

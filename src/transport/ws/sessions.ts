@@ -169,9 +169,12 @@ export class ChatSession extends BaseSession {
         if (f.visitor_token !== undefined) throw new AppError('validation_failed', 'visitor_token is for public sockets only.');
         channel = await this.s.chat.send(this.target.orgId, this.target.agentId, input, 'api', { arrivedAt });
       }
-      if (this.port.closed) return; // the turn goes on and is stored
+      if (this.port.closed) {
+        channel.releaseOrigin(); // the turn goes on and is stored
+        return;
+      }
       this.watchOperators(channel.conversationId);
-      this.follower.follow(channel);
+      this.follower.follow(channel, 'origin');
     } catch (err) {
       this.port.send(errorFrame(err, f.conversation_id));
     } finally {

@@ -1,4 +1,4 @@
-import type { TurnChannel } from '../../runtime/turn/turn-channel.js';
+import { subscribeFrom, type ReadFrom, type TurnChannel } from '../../runtime/turn/turn-channel.js';
 import type { ChannelFrames } from './server-frames.js';
 
 /** Turn ids remembered per socket to ignore a turn offered twice. */
@@ -11,7 +11,7 @@ interface Following {
 
 interface Lane {
   current: Following | undefined;
-  waiting: Array<{ channel: TurnChannel; afterSeq: number }>;
+  waiting: Array<{ channel: TurnChannel; from: ReadFrom }>;
 }
 
 /**
@@ -38,19 +38,23 @@ export class TurnFollower {
   ) {}
 
   /**
-   * Writes `channel`'s events after `afterSeq` (replayed, then live) once the earlier turns of its
-   * conversation are written. A turn this socket already follows or followed is ignored (a listener can
-   * learn of one turn twice: as pending and as started).
+   * Writes `channel`'s events from `from` (`'origin'`: this socket's own turn, every event; a number: the
+   * events after it, replayed, then live) once the earlier turns of its conversation are written. A turn
+   * this socket already follows or followed is ignored (a listener can learn of one turn twice: as pending
+   * and as started).
    */
-  follow(channel: TurnChannel, afterSeq = 0): void {
-    if (this.closed || this.seen.has(channel.turnId)) return;
+  follow(channel: TurnChannel, from: ReadFrom = 0): void {
+    if (this.closed || this.seen.has(channel.turnId)) {
+      if (from === 'origin') channel.releaseOrigin();
+      return;
+    }
     this.seen.add(channel.turnId);
     // Bounded: only recent turns can be offered twice (the overlap of a catch-up and live events).
     if (this.seen.size > MAX_REMEMBERED) this.seen.delete(this.seen.values().next().value!);
     let lane = this.lanes.get(channel.conversationId);
     if (lane === undefined) this.lanes.set(channel.conversationId, (lane = { current: undefined, waiting: [] }));
-    if (lane.current !== undefined) lane.waiting.push({ channel, afterSeq });
-    else this.start(channel.conversationId, lane, channel, afterSeq);
+    if (lane.current !== undefined) lane.waiting.push({ channel, from });
+    else this.start(channel.conversationId, lane, channel, from);
   }
 
   /** True when this socket follows or followed turn `turnId`. */
@@ -71,17 +75,20 @@ export class TurnFollower {
   /** Stops following everything (the socket closed). */
   close(): void {
     this.closed = true;
-    for (const lane of this.lanes.values()) lane.current?.unsubscribe?.();
+    for (const lane of this.lanes.values()) {
+      lane.current?.unsubscribe?.();
+      for (const w of lane.waiting) if (w.from === 'origin') w.channel.releaseOrigin();
+    }
     this.lanes.clear();
   }
 
-  private start(conversationId: string, lane: Lane, channel: TurnChannel, afterSeq: number): void {
+  private start(conversationId: string, lane: Lane, channel: TurnChannel, from: ReadFrom): void {
     const following: Following = { channel, unsubscribe: undefined };
     lane.current = following;
-    const unsubscribe = channel.subscribe({
+    const unsubscribe = subscribeFrom(channel, {
       onEvent: (seq, event, json) => this.emit(this.frames.frame(channel, seq, event, json)),
       onEnd: () => { if (lane.current === following) this.next(conversationId, lane); },
-    }, afterSeq);
+    }, from);
     if (unsubscribe === undefined) {
       this.gone(channel);
       if (lane.current === following) this.next(conversationId, lane);
@@ -94,7 +101,7 @@ export class TurnFollower {
     lane.current = undefined;
     if (this.closed) return;
     const w = lane.waiting.shift();
-    if (w !== undefined) this.start(conversationId, lane, w.channel, w.afterSeq);
+    if (w !== undefined) this.start(conversationId, lane, w.channel, w.from);
     else if (this.lanes.get(conversationId) === lane) this.lanes.delete(conversationId);
   }
 }

@@ -35,7 +35,7 @@ export function chatRoutes(s: Services): RouteDef[] {
       ],
       async handle({ req, principal, params, body }: { req: { arrivedAt: number }; principal: { orgId: string }; params: Record<string, string>; body: z.infer<typeof ChatRequestSchema> }) {
         const channel = await s.chat.send(principal.orgId, params.agent_id!, body, 'api', { arrivedAt: req.arrivedAt });
-        if (body.stream) return { kind: 'sse', channel, afterSeq: 0 };
+        if (body.stream) return { kind: 'sse', channel, from: 'origin' };
         const { reply, timing } = await collectReply(channel);
         return oneShotResult(reply, timing);
       },
@@ -82,7 +82,7 @@ export function chatRoutes(s: Services): RouteDef[] {
       ],
       async handle({ principal, params, req }) {
         const channel = await s.chat.replay(principal.orgId, params.conversation_id!, params.turn_id!);
-        return { kind: 'sse', channel, afterSeq: lastSeq(req.headers['last-event-id'], channel.turnId) };
+        return { kind: 'sse', channel, from: lastSeq(req.headers['last-event-id'], channel.turnId) };
       },
     },
   ];

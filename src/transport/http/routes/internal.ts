@@ -85,7 +85,7 @@ export function internalRoutes(s: Services, processId: () => string): RouteDef[]
           const channel = await s.chat.send(body.org_id, body.agent_id, body.input, body.via, {
             hereOnly: true, arrivedAt, ...(body.client_instructions ? { clientInstructions: body.client_instructions } : {}),
           });
-          return { kind: 'sse', channel, afterSeq: 0 };
+          return { kind: 'sse', channel, from: 'origin' };
         } catch (err) {
           return failure(err);
         }
@@ -96,7 +96,7 @@ export function internalRoutes(s: Services, processId: () => string): RouteDef[]
       handle({ params }) {
         const channel = s.chat.localChannel(params.turn_id!);
         if (channel === undefined) return { kind: 'json', status: 404, body: { error: { type: 'not_found_error', code: 'not_found', message: 'No such turn here.' } } };
-        return { kind: 'sse', channel, afterSeq: 0 };
+        return { kind: 'sse', channel, from: 0 };
       },
     },
     {

@@ -49,7 +49,7 @@ export function openAIRoutes(s: Services): RouteDef[] {
           { arrivedAt: req.arrivedAt, history: turn.history, ...(turn.clientInstructions === undefined ? {} : { clientInstructions: turn.clientInstructions }) },
         );
         const who = { id: completionId(channel.turnId), created: Math.floor(Date.now() / 1000), model: agent.id };
-        if (turn.stream) return { kind: 'sse', channel, afterSeq: 0, framer: new ChatCompletionChunks(who, channel.conversationId, turn.includeUsage) };
+        if (turn.stream) return { kind: 'sse', channel, from: 'origin', framer: new ChatCompletionChunks(who, channel.conversationId, turn.includeUsage) };
         const { reply, timing } = await collectReply(channel);
         return oneShotResult(chatCompletion(who, reply, timing), timing);
       },

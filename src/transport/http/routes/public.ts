@@ -45,7 +45,7 @@ export function publicRoutes(s: Services): RouteDef[] {
       async handle({ req, params, body }: { req: { remoteAddress: string; arrivedAt: number }; params: Record<string, string>; body: z.infer<typeof PublicChatRequestSchema> }) {
         s.public.limit(req.remoteAddress, body.conversation_id === undefined ? undefined : body.visitor_token);
         const channel = await s.public.send(params.public_key!, body, { arrivedAt: req.arrivedAt });
-        if (body.stream) return { kind: 'sse', channel, afterSeq: 0 };
+        if (body.stream) return { kind: 'sse', channel, from: 'origin' };
         const { reply, timing } = await collectReply(channel);
         return oneShotResult(reply, timing);
       },
@@ -83,7 +83,7 @@ export function publicRoutes(s: Services): RouteDef[] {
         const token = tokenOf(req.headers);
         s.public.limit(req.remoteAddress, token);
         const channel = await s.public.replay(params.public_key!, params.conversation_id!, params.turn_id!, token);
-        return { kind: 'sse', channel, afterSeq: lastSeq(req.headers['last-event-id'], channel.turnId) };
+        return { kind: 'sse', channel, from: lastSeq(req.headers['last-event-id'], channel.turnId) };
       },
     },
     {
