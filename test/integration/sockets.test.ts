@@ -217,6 +217,25 @@ describe('chat socket: credentials', () => {
     otherSignIn.send({ type: 'ping' });
     expect(await otherSignIn.next()).toEqual({ type: 'pong' });
   });
+
+  it('a refresh token used twice ends its sign-in: the sockets of that sign-in close (the rotated token\'s too), another sign-in\'s stay', async () => {
+    const person = await srv.signIn({ role: 'operator' });
+    const other = await srv.login(person.email, person.password);
+    const refresh = (token: string) => fetch(`${srv.url}/v1/auth/refresh`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refresh_token: token }) });
+    const first = await refresh(person.session.refresh_token);
+    expect(first.status).toBe(200);
+    const rotated = (await first.json()) as { access_token: string };
+    const byOld = await socket(chatPath(agent, person.session.access_token));
+    const byRotated = await socket(chatPath(agent, rotated.access_token));
+    const otherSignIn = await socket(chatPath(agent, other.access_token));
+    // The spent token again: taken for a theft (RFC 9700 section 4.14.2), its whole family ends.
+    const reuse = await refresh(person.session.refresh_token);
+    expect(reuse.status).toBe(401);
+    expect(await byOld.closed).toEqual({ code: 4401, reason: 'session_ended' });
+    expect(await byRotated.closed).toEqual({ code: 4401, reason: 'session_ended' });
+    otherSignIn.send({ type: 'ping' });
+    expect(await otherSignIn.next()).toEqual({ type: 'pong' });
+  });
 });
 
 describe('stop: the cancel frame and POST .../cancel', () => {
