@@ -177,7 +177,8 @@ describe('with a second connection holding the write lock', () => {
   });
 
   it('beginImmediate leaves busy_timeout alone when told the connection has no busy handler', () => {
-    db.pragma('busy_timeout = 0');
+    // 1 ms: SQLite's handler sleeps once, 1 ms, then gives up; the connection's setting is what shows here.
+    db.pragma('busy_timeout = 1');
     const seen: unknown[] = [];
     const clock = fakeClock((n) => {
       seen.push(db.pragma('busy_timeout', { simple: true }));
@@ -185,7 +186,8 @@ describe('with a second connection holding the write lock', () => {
     });
     beginImmediate(db, { clock, busyHandler: false });
     expect(clock.sleeps).toEqual([50, 100]);
-    expect(seen).toEqual([0, 0]);
+    expect(seen).toEqual([1, 1]);
+    expect(db.pragma('busy_timeout', { simple: true })).toBe(1);
     expect(db.inTransaction).toBe(true);
     db.exec('ROLLBACK');
   });
@@ -261,6 +263,17 @@ describe('writeTransaction', () => {
     const boom = new Error('boom');
     expect(() => writeTransaction(db, () => {
       db.prepare('INSERT INTO t VALUES (1)').run();
+      throw boom;
+    })).toThrow(boom);
+    expect(db.inTransaction).toBe(false);
+    expect(rows()).toEqual([]);
+  });
+
+  it('rethrows what fn threw when SQLite already ended the transaction under it (nothing left to roll back)', () => {
+    const boom = new Error('boom');
+    expect(() => writeTransaction(db, () => {
+      db.prepare('INSERT INTO t VALUES (1)').run();
+      db.exec('ROLLBACK');
       throw boom;
     })).toThrow(boom);
     expect(db.inTransaction).toBe(false);

@@ -164,3 +164,12 @@ export function writeTransaction<T>(db: Database.Database, fn: () => T, opts: Wr
     throw err;
   }
 }
+
+/**
+ * `fn` as a function that runs it in {@link writeTransaction} on `db`: the replacement, for the main
+ * thread's connection, of better-sqlite3's `db.transaction(fn).immediate`, whose BEGIN IMMEDIATE waits in
+ * SQLite's busy handler.
+ */
+export function lockedTransaction<A extends unknown[], T>(db: Database.Database, fn: (...args: A) => T, opts: WriteLockOptions = {}): (...args: A) => T {
+  return (...args: A) => writeTransaction(db, () => fn(...args), opts);
+}
