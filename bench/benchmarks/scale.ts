@@ -619,7 +619,7 @@ async function sqliteWriter(ctx: Ctx): Promise<{ rows: Row[]; notes: string[]; r
     }
   }
   const notes = [
-    `SQLite writer: bench/lib/sqlite-commit-probe.ts opens Parley's SQLite store (its writer thread, group commit) and starts new conversations (conversation + first message + lease, one transaction each) for ${ms} ms; "2 processes" are two probes on one database file, started together: SQLite lets one process write at a time, and a process that finds the file locked waits in SQLite's busy handler (busy_timeout 5000 ms), which sleeps between retries.`,
+    `SQLite writer: bench/lib/sqlite-commit-probe.ts opens Parley's SQLite store (its writer thread, group commit) and starts new conversations (conversation + first message + lease, one transaction each) for ${ms} ms; "2 processes" are two probes on one database file, started together: SQLite lets one process write at a time, and a process that finds the file locked tries again every 50-200 µs, for up to 5 s (src/store/sqlite/write-lock.ts).`,
   ];
   return { rows, notes, results: out };
 }

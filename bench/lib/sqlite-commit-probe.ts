@@ -5,13 +5,13 @@
  * for `ms` milliseconds. Each is one acknowledged write, as a visitor's first message is in the server: the
  * conversation, its first message and its lease in one transaction (ConversationsPort.start). Several
  * probes on one dir are several processes sharing one database file: SQLite lets one of them write at a
- * time (the file's write lock; the others wait in their busy handler).
+ * time (the file's write lock; the others try again every 50-200 µs: src/store/sqlite/write-lock.ts).
  *
  * CLI: `node dist/bench/lib/sqlite-commit-probe.js --dir <data dir> --sync full|normal --ms 2000
  * --inflight 64 [--start-at <epoch ms>]`. It opens the store (creating or migrating the database), waits
  * until `--start-at` when given (so that several probes start together), runs, and prints one JSON line:
  * `{"writes","commits","wall_s","errors","latency_ms":{"p50","p99","max"}}` (writes acknowledged,
- * transactions the writer committed, seconds, writes that failed (SQLITE_BUSY past the busy timeout), and
+ * transactions the writer committed, seconds, writes that failed (SQLITE_BUSY after 5 s of waiting for the lock), and
  * the time from asking for a write to its acknowledgement). With
  * `--ms 0` it only creates the database (run it once before starting several probes on a new dir).
  */

@@ -504,6 +504,30 @@ export function describeStoreContract(name: string, makeStore: MakeStore): void 
         expect(await store.refreshTokens.rotate('rt-c', next('rt-e'), T2)).toMatchObject({ status: 'rotated' });
       });
 
+      it('a revocation tells this process of its commit (its sockets close at once); a rotation, a refusal or a revocation of nothing does not', async () => {
+        const eventually = (check: () => void) => vi.waitFor(check, { timeout: 5000, interval: 20 });
+        let calls = 0;
+        const off = store.feed.onAppend(() => { calls++; });
+        try {
+          await store.refreshTokens.rotate('rt-1', next('rt-2'), T1);
+          expect(await store.refreshTokens.rotate('rt-missing', next('rt-z'), T1)).toEqual({ status: 'unknown' });
+          expect(await store.refreshTokens.revokeAllOf('usr_missing', 'password', T1)).toBe(0);
+          expect(await store.refreshTokens.revokeFamilyOf('rt-missing', 'logout', T1)).toBe(false);
+          // A spent token presented again: the family is revoked, one commit with an entry.
+          expect(await store.refreshTokens.rotate('rt-1', next('rt-x'), T2)).toMatchObject({ status: 'reused' });
+          await eventually(() => expect(calls).toBe(1));
+          expect(await store.refreshTokens.rotate('rt-1', next('rt-y'), T2)).toEqual({ status: 'revoked' });
+          await store.refreshTokens.startFamily(family('fam_2'), refreshToken('rt-a', 'fam_2'));
+          expect(await store.refreshTokens.revokeFamilyOf('rt-a', 'logout', T2)).toBe(true);
+          await eventually(() => expect(calls).toBe(2));
+          await store.refreshTokens.startFamily(family('fam_3'), refreshToken('rt-b', 'fam_3'));
+          expect(await store.refreshTokens.revokeAllOf('usr_1', 'password', T3)).toBe(1);
+          await eventually(() => expect(calls).toBe(3));
+        } finally {
+          off();
+        }
+      });
+
       it('prune deletes families past their absolute expiry, with their tokens', async () => {
         await store.refreshTokens.startFamily(family('fam_old', 'usr_1', T2), refreshToken('rt-old', 'fam_old', T1));
         expect(await store.refreshTokens.prune(T3)).toBe(1);

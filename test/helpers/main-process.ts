@@ -51,8 +51,9 @@ export async function startMain(dataDir: string, env: Record<string, string> = {
   return { child, output: () => out, url };
 }
 
-/** The exit code of `child` once it has exited (null when a signal ended it, even one that ended it before this call). */
+/** The exit code of `child` once it has exited (null when a signal ended it). */
 export function exitOf(child: ChildProcess): Promise<number | null> {
+  // A child killed by a signal keeps exitCode null (signalCode says which): it has exited all the same.
   return new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
 }
 

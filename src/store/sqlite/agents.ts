@@ -4,6 +4,7 @@ import type { AgentRecord } from '../records.js';
 import { NewestFirstList, toPage } from './pagination.js';
 import { recordChanges, type FeedSignal } from './feed.js';
 import { fromJson, toJson, type Row } from './rows.js';
+import { lockedTransaction, writeTransaction } from './write-lock.js';
 
 function agentFromRow(r: Row): AgentRecord {
   return {
@@ -38,7 +39,7 @@ export function createAgents(db: Database.Database, signal: FeedSignal): AgentsP
   const changed = (orgId: string, id: string, at: string, publicKey?: string | null) => {
     recordChanges(db, [{ kind: 'agent', org_id: orgId, agent_id: id, ...(publicKey ? { public_key: publicKey } : {}) }], at);
   };
-  const updateTx = db.transaction((orgId: string, id: string, patch: Parameters<AgentsPort['update']>[2], at: string): AgentRecord | undefined => {
+  const updateTx = lockedTransaction(db, (orgId: string, id: string, patch: Parameters<AgentsPort['update']>[2], at: string): AgentRecord | undefined => {
     const cur = byId.get(orgId, id) as Row | undefined;
     if (!cur) return undefined;
     const next: AgentRecord = { ...agentFromRow(cur), ...patch, updated_at: at };
@@ -47,13 +48,13 @@ export function createAgents(db: Database.Database, signal: FeedSignal): AgentsP
     changed(orgId, id, at);
     return next;
   });
-  const deleteTx = db.transaction((orgId: string, id: string): boolean => {
+  const deleteTx = lockedTransaction(db, (orgId: string, id: string): boolean => {
     const cur = byId.get(orgId, id) as Row | undefined;
     if (!cur || remove.run(orgId, id).changes === 0) return false;
     changed(orgId, id, new Date().toISOString(), cur.public_key as string | null);
     return true;
   });
-  const setPublicKeyTx = db.transaction((orgId: string, id: string, publicKey: string | null, at: string): AgentRecord | undefined => {
+  const setPublicKeyTx = lockedTransaction(db, (orgId: string, id: string, publicKey: string | null, at: string): AgentRecord | undefined => {
     const cur = byId.get(orgId, id) as Row | undefined;
     if (!cur) return undefined;
     setPublicKey.run(publicKey === null ? 0 : 1, publicKey, at, orgId, id);
@@ -67,9 +68,9 @@ export function createAgents(db: Database.Database, signal: FeedSignal): AgentsP
   };
   return {
     async create(a) {
-      insert.run(a.id, a.org_id, a.name, a.description, a.instructions, a.model.provider, a.model.name,
+      writeTransaction(db, () => insert.run(a.id, a.org_id, a.name, a.description, a.instructions, a.model.provider, a.model.name,
         toJson(a.knowledge_base_ids), toJson(a.tools), toJson(a.safety), a.published ? 1 : 0, a.public_key, toJson(a.allowed_origins),
-        a.created_at, a.updated_at);
+        a.created_at, a.updated_at));
     },
     async get(orgId, id) {
       const r = byId.get(orgId, id) as Row | undefined;
@@ -79,10 +80,10 @@ export function createAgents(db: Database.Database, signal: FeedSignal): AgentsP
       return toPage(list.rows([orgId], page), page, agentFromRow);
     },
     async update(orgId, id, patch, at) {
-      return fired(updateTx.immediate(orgId, id, patch, at));
+      return fired(updateTx(orgId, id, patch, at));
     },
     async delete(orgId, id) {
-      return fired(deleteTx.immediate(orgId, id));
+      return fired(deleteTx(orgId, id));
     },
     async findByPublicKey(publicKey) {
       const r = byPublicKey.get(publicKey) as Row | undefined;
@@ -92,7 +93,7 @@ export function createAgents(db: Database.Database, signal: FeedSignal): AgentsP
       return (byName.all(orgId, name) as Row[]).map(agentFromRow);
     },
     async setPublicKey(orgId, id, publicKey, at) {
-      return fired(setPublicKeyTx.immediate(orgId, id, publicKey, at));
+      return fired(setPublicKeyTx(orgId, id, publicKey, at));
     },
     async orgOf(id) {
       return (orgOf.get(id) as { org_id: string } | undefined)?.org_id;

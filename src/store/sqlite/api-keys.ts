@@ -4,6 +4,7 @@ import type { ApiKeyRecord } from '../records.js';
 import { NewestFirstList, toPage } from './pagination.js';
 import { recordChanges, type FeedSignal } from './feed.js';
 import type { Row } from './rows.js';
+import { lockedTransaction, writeTransaction } from './write-lock.js';
 
 function apiKeyFromRow(r: Row): ApiKeyRecord {
   return {
@@ -31,14 +32,14 @@ export function createApiKeys(db: Database.Database, signal: FeedSignal): ApiKey
   const list = new NewestFirstList(db, 'api_keys', 'org_id = ?', 'API key');
   const add = (k: ApiKeyRecord) => insert.run(k.id, k.org_id, k.name, k.key_hash, k.last4, k.created_at, k.revoked_at, k.expires_at);
   const changed = (org: string, id: string, at: string) => recordChanges(db, [{ kind: 'api_key', org_id: org, key_id: id }], at);
-  const rotate = db.transaction((org: string, id: string, next: ApiKeyRecord, ends: string | null, at: string): boolean => {
+  const rotate = lockedTransaction(db, (org: string, id: string, next: ApiKeyRecord, ends: string | null, at: string): boolean => {
     const n = ends === null ? endNow.run({ org, id, at }).changes : endLater.run({ org, id, at, ends }).changes;
     if (n === 0) return false;
     add(next);
     changed(org, id, at);
     return true;
   });
-  const revokeNow = db.transaction((org: string, id: string, at: string): boolean => {
+  const revokeNow = lockedTransaction(db, (org: string, id: string, at: string): boolean => {
     if (revoke.run(at, org, id).changes === 0) return false;
     changed(org, id, at);
     return true;
@@ -49,7 +50,7 @@ export function createApiKeys(db: Database.Database, signal: FeedSignal): ApiKey
   };
   return {
     async create(k) {
-      add(k);
+      writeTransaction(db, () => add(k));
     },
     async findByHash(hash) {
       const r = byHash.get(hash) as Row | undefined;
@@ -63,10 +64,10 @@ export function createApiKeys(db: Database.Database, signal: FeedSignal): ApiKey
       return toPage(list.rows([orgId], page), page, apiKeyFromRow);
     },
     async revoke(orgId, id, at) {
-      return fired(revokeNow.immediate(orgId, id, at));
+      return fired(revokeNow(orgId, id, at));
     },
     async rotate(orgId, id, next, graceEndsAt, at) {
-      return fired(rotate.immediate(orgId, id, next, graceEndsAt, at));
+      return fired(rotate(orgId, id, next, graceEndsAt, at));
     },
   };
 }

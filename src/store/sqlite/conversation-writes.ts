@@ -9,6 +9,8 @@ import { KNOWLEDGE_WRITES } from './knowledge-writes.js';
 import { checkFence, insertLease, LEASE_WRITES } from './lease-writes.js';
 import { FEED_WRITES, recordChanges } from './feed.js';
 import { TOOL_RUN_WRITES } from './tool-run-writes.js';
+import { REFRESH_TOKEN_WRITES } from './refresh-token-writes.js';
+import { SOCKET_TICKET_WRITES } from './socket-ticket-writes.js';
 import { countUsage, OUTBOX_WRITES, writeOutbox } from './outbox-writes.js';
 import { toJson } from './rows.js';
 import { scrubEventData } from '../erasure.js';
@@ -107,6 +109,8 @@ export const CONVERSATION_WRITES = {
   ...LEASE_WRITES,
   ...FEED_WRITES,
   ...TOOL_RUN_WRITES,
+  ...REFRESH_TOKEN_WRITES,
+  ...SOCKET_TICKET_WRITES,
   /** Inserts a conversation. */
   createConversation(db: Database.Database, c: ConversationRecord): void {
     insertConversation(db, c);

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { FeedPort } from '../ports.js';
 import type { FeedChange, FeedEntry } from '../records.js';
+import { writeTransaction } from './write-lock.js';
 
 /** The writer the prune goes through (src/store/sqlite/writer.ts; named here by its one write, so feed.ts does not import it). */
 export interface FeedPruneWriter {
@@ -82,7 +83,7 @@ export function createFeed(db: Database.Database, signal: FeedSignal, writer: Fe
       return rows.map((r) => ({ ...(JSON.parse(r.data) as FeedChange), seq: r.seq, at: r.created_at }) as FeedEntry);
     },
     async append(changes, at) {
-      db.transaction(() => recordChanges(db, changes, at)).immediate();
+      writeTransaction(db, () => recordChanges(db, changes, at));
       signal.fire();
     },
     async prune(before) {

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { beginImmediate, type WriteLockOptions } from './write-lock.js';
 
 interface PendingWrite {
   run: () => unknown;
@@ -24,13 +25,18 @@ export type BatchResult = { committed: true; outcomes: Outcome[] } | { committed
  * under a run), nothing is stored: `committed` is false, and `outcomes` covers the runs applied before the
  * failure (a run whose outcome failed keeps that error; every other run lost the transaction). Used by GroupCommit (main thread) and by the writer thread
  * (src/store/sqlite/writer.worker.ts), so both commit the same way. Never throws.
+ *
+ * The write lock is taken with `BEGIN IMMEDIATE`, waited for in short steps while another connection (of
+ * this process or another) holds it: `lock` says how (src/store/sqlite/write-lock.ts beginImmediate; by
+ * default SQLite's busy handler is switched off for the wait and the connection's busy_timeout bounds it).
+ * When the lock is not had within that time, the batch fails with SQLITE_BUSY before any run ran.
  */
-export function applyBatch(db: Database.Database, runs: ReadonlyArray<() => unknown>): BatchResult {
+export function applyBatch(db: Database.Database, runs: ReadonlyArray<() => unknown>, lock: WriteLockOptions = {}): BatchResult {
   const outcomes: Outcome[] = [];
   let sql: BatchStatements | undefined;
   try {
     sql = batchStatements(db);
-    sql.begin.run();
+    beginImmediate(db, lock);
     for (const run of runs) {
       sql.savepoint.run();
       let value: unknown;
@@ -57,14 +63,13 @@ export function applyBatch(db: Database.Database, runs: ReadonlyArray<() => unkn
   return { committed: true, outcomes };
 }
 
-type BatchStatements = Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Database.Statement>;
+type BatchStatements = Record<'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Database.Statement>;
 const prepared = new WeakMap<Database.Database, BatchStatements>();
 
 function batchStatements(db: Database.Database): BatchStatements {
   let sql = prepared.get(db);
   if (sql === undefined) {
     sql = {
-      begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
       savepoint: db.prepare('SAVEPOINT group_commit_write'),

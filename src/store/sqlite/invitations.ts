@@ -3,6 +3,7 @@ import type { InvitationsPort } from '../ports.js';
 import type { InvitationAcceptance, InvitationRecord, InvitationStatus, PendingInvitation, Role } from '../records.js';
 import { recordChanges, type FeedSignal } from './feed.js';
 import type { Row } from './rows.js';
+import { lockedTransaction } from './write-lock.js';
 
 function invitationFromRow(r: Row): InvitationRecord {
   return {
@@ -34,13 +35,13 @@ export function createInvitations(db: Database.Database, signal: FeedSignal): In
     membership: db.prepare('SELECT o.id, o.name, m.role FROM memberships m JOIN organizations o ON o.id = m.org_id WHERE m.org_id = ? AND m.user_id = ?'),
   };
 
-  const create = db.transaction((rec: InvitationRecord): 'created' | 'already_member' => {
+  const create = lockedTransaction(db, (rec: InvitationRecord): 'created' | 'already_member' => {
     if (sql.isMember.get(rec.org_id, rec.email) !== undefined) return 'already_member';
     sql.replace.run(rec.created_at, rec.org_id, rec.email);
     sql.insert.run(rec);
     return 'created';
   });
-  const accept = db.transaction((id: string, email: string, userId: string, at: string): InvitationAcceptance => {
+  const accept = lockedTransaction(db, (id: string, email: string, userId: string, at: string): InvitationAcceptance => {
     const answered = sql.answer.get({ status: 'accepted', at, id, email }) as { org_id: string; role: Role } | undefined;
     if (answered === undefined) return { status: 'not_found' };
     if (sql.join.run(answered.org_id, userId, answered.role, at).changes > 0) {
@@ -49,12 +50,12 @@ export function createInvitations(db: Database.Database, signal: FeedSignal): In
     const organization = sql.membership.get(answered.org_id, userId) as { id: string; name: string; role: Role };
     return { status: 'accepted', organization };
   });
-  const decline = db.transaction((id: string, email: string, at: string): boolean =>
+  const decline = lockedTransaction(db, (id: string, email: string, at: string): boolean =>
     sql.answer.get({ status: 'declined', at, id, email }) !== undefined);
 
   return {
     async create(rec) {
-      return create.immediate(rec);
+      return create(rec);
     },
     async get(id) {
       const r = sql.get.get(id) as Row | undefined;
@@ -64,12 +65,12 @@ export function createInvitations(db: Database.Database, signal: FeedSignal): In
       return (sql.pendingFor.all(email, at, limit) as Row[]).map((r): PendingInvitation => ({ ...invitationFromRow(r), org_name: r.org_name as string }));
     },
     async accept(id, email, userId, at) {
-      const outcome = accept.immediate(id, email, userId, at);
+      const outcome = accept(id, email, userId, at);
       if (outcome.status === 'accepted') signal.fire();
       return outcome;
     },
     async decline(id, email, at) {
-      return decline.immediate(id, email, at);
+      return decline(id, email, at);
     },
   };
 }

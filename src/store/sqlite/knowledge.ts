@@ -9,6 +9,7 @@ import { createMainThreadReader, type KnowledgeReader } from './reader.js';
 import type { Row } from './rows.js';
 import { toFtsQuery } from './search-query.js';
 import { bytesToVector, cosine, norm, TopK } from '../vectors.js';
+import { lockedTransaction, writeTransaction } from './write-lock.js';
 
 /**
  * Rows read per page of a vector scan (src/store/sqlite/knowledge.ts vectorSearch): at 1536 dimensions a
@@ -112,13 +113,13 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
   const vectorPages = new Map<number, Database.Statement>();
   const hitsByRowid = new Map<number, Database.Statement>();
 
-  const deleteBase = db.transaction((orgId: string, id: string): boolean => {
+  const deleteBase = lockedTransaction(db, (orgId: string, id: string): boolean => {
     if (sql.deleteBase.run(orgId, id).changes === 0) return false;
     sql.deleteBaseChunks.run(id, orgId);
     sql.deleteBaseDocuments.run(id, orgId);
     return true;
   });
-  const deleteDocument = db.transaction((orgId: string, kbId: string, id: string): boolean => {
+  const deleteDocument = lockedTransaction(db, (orgId: string, kbId: string, id: string): boolean => {
     if (sql.deleteDocument.run(orgId, kbId, id).changes === 0) return false;
     sql.deleteChunks.run(id);
     return true;
@@ -140,7 +141,7 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       .finally(() => { merging = undefined; });
   };
 
-  const failed = db.transaction((id: string, failure: DocumentFailure, at: string, events: OutboxEvent[] | undefined): void => {
+  const failed = lockedTransaction(db, (id: string, failure: DocumentFailure, at: string, events: OutboxEvent[] | undefined): void => {
     sql.markFailed.run(failure.message, failure.code, at, id);
     writeOutbox(db, events);
   });
@@ -175,7 +176,7 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       stopped = true;
     },
     async createBase(kb) {
-      sql.insertBase.run(kb.id, kb.org_id, kb.name, kb.created_at);
+      writeTransaction(db, () => sql.insertBase.run(kb.id, kb.org_id, kb.name, kb.created_at));
     },
     async getBase(orgId, id) {
       const r = sql.baseById.get(orgId, id) as Row | undefined;
@@ -203,7 +204,7 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       return out;
     },
     async deleteBase(orgId, id) {
-      const deleted = deleteBase.immediate(orgId, id);
+      const deleted = deleteBase(orgId, id);
       if (deleted) drain();
       return deleted;
     },
@@ -244,10 +245,10 @@ export function createKnowledge(db: Database.Database, writer: ConversationWrite
       return run;
     },
     async failDocument(id, failure, at, events) {
-      failed.immediate(id, failure, at, events);
+      failed(id, failure, at, events);
     },
     async deleteDocument(orgId, kbId, id) {
-      const deleted = deleteDocument.immediate(orgId, kbId, id);
+      const deleted = deleteDocument(orgId, kbId, id);
       if (deleted) drain();
       return deleted;
     },

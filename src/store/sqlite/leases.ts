@@ -4,6 +4,7 @@ import type { LeasesPort, ProcessesPort } from '../ports.js';
 import type { ProcessRecord } from '../records.js';
 import { leaseFromRow } from './lease-writes.js';
 import type { ConversationWriter } from './writer.js';
+import { writeTransaction } from './write-lock.js';
 
 /**
  * LeasesPort on SQLite (table `conversation_leases`): reads on the main thread's connection, writes through
@@ -63,7 +64,7 @@ export function createProcesses(db: Database.Database, writer: ConversationWrite
       return writer.run('processDraining', { id, at });
     },
     async clusterSecret(candidate) {
-      sql.insertSecret.run(candidate, new Date().toISOString());
+      writeTransaction(db, () => sql.insertSecret.run(candidate, new Date().toISOString()));
       return (sql.secret.get() as { secret: string }).secret;
     },
   };

@@ -4,6 +4,7 @@ import type { MemberCheck, MemberRecord, MembershipRecord, Role, UserOrganizatio
 import { NewestFirstList, toPage } from './pagination.js';
 import { recordChanges, type FeedSignal } from './feed.js';
 import type { Row } from './rows.js';
+import { lockedTransaction } from './write-lock.js';
 
 function memberFromRow(r: Row): MemberRecord {
   return { org_id: r.org_id as string, user_id: r.user_id as string, role: r.role as Role, created_at: r.created_at as string, email: r.email as string };
@@ -32,19 +33,19 @@ export function createMemberships(db: Database.Database, signal: FeedSignal): Me
   const list = new NewestFirstList(db, 'members', 'org_id = ?', 'member');
 
   const changed = (org: string, user: string) => recordChanges(db, [{ kind: 'member', org_id: org, user_id: user }], new Date().toISOString());
-  const add = db.transaction((m: MembershipRecord): boolean => {
+  const add = lockedTransaction(db, (m: MembershipRecord): boolean => {
     if (sql.insert.run(m.org_id, m.user_id, m.role, m.created_at).changes === 0) return false;
     changed(m.org_id, m.user_id);
     return true;
   });
-  const setRole = db.transaction((org: string, user: string, role: Role): 'updated' | 'not_found' | 'last_owner' => {
+  const setRole = lockedTransaction(db, (org: string, user: string, role: Role): 'updated' | 'not_found' | 'last_owner' => {
     if (sql.setRole.run({ org, user, role }).changes > 0) {
       changed(org, user);
       return 'updated';
     }
     return sql.exists.get(org, user) === undefined ? 'not_found' : 'last_owner';
   });
-  const remove = db.transaction((org: string, user: string): 'removed' | 'not_found' | 'last_owner' => {
+  const remove = lockedTransaction(db, (org: string, user: string): 'removed' | 'not_found' | 'last_owner' => {
     if (sql.remove.run(org, user).changes > 0) {
       changed(org, user);
       return 'removed';
@@ -58,7 +59,7 @@ export function createMemberships(db: Database.Database, signal: FeedSignal): Me
 
   return {
     async add(m) {
-      return signalled(add.immediate(m), true);
+      return signalled(add(m), true);
     },
     async check(orgId, userId): Promise<MemberCheck> {
       const r = sql.check.get(orgId, userId) as { role: Role | null; access_valid_after: string | null } | undefined;
@@ -77,10 +78,10 @@ export function createMemberships(db: Database.Database, signal: FeedSignal): Me
       return sql.organizationsOf.all(userId) as UserOrganization[];
     },
     async setRole(orgId, userId, role) {
-      return signalled(setRole.immediate(orgId, userId, role), 'updated');
+      return signalled(setRole(orgId, userId, role), 'updated');
     },
     async remove(orgId, userId) {
-      return signalled(remove.immediate(orgId, userId), 'removed');
+      return signalled(remove(orgId, userId), 'removed');
     },
   };
 }

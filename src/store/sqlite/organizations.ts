@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { OrganizationsPort } from '../ports.js';
 import type { OrganizationRecord, RetentionSetting } from '../records.js';
 import type { Row } from './rows.js';
+import { writeTransaction } from './write-lock.js';
 
 function organizationFromRow(r: Row): OrganizationRecord {
   return { id: r.id as string, name: r.name as string, created_at: r.created_at as string };
@@ -17,7 +18,7 @@ export function createOrganizations(db: Database.Database): OrganizationsPort {
   const settings = db.prepare('SELECT id AS org_id, retention_days FROM organizations ORDER BY id');
   return {
     async create(o) {
-      insert.run(o.id, o.name, o.created_at);
+      writeTransaction(db, () => insert.run(o.id, o.name, o.created_at));
     },
     async get(id) {
       const r = byId.get(id) as Row | undefined;
@@ -31,7 +32,7 @@ export function createOrganizations(db: Database.Database): OrganizationsPort {
       return r === undefined ? undefined : r.retention_days;
     },
     async setRetentionDays(id, days) {
-      return setRetention.run(days, id).changes === 1;
+      return writeTransaction(db, () => setRetention.run(days, id).changes === 1);
     },
     async retentionSettings() {
       return settings.all() as RetentionSetting[];

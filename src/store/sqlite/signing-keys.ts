@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { SigningKeysPort } from '../ports.js';
 import type { SigningKeyRecord } from '../records.js';
 import { fromJson, toJson, type Row } from './rows.js';
+import { lockedTransaction } from './write-lock.js';
 
 function keyFromRow(r: Row): SigningKeyRecord {
   return {
@@ -25,11 +26,11 @@ export function createSigningKeys(db: Database.Database): SigningKeysPort {
     insert: db.prepare('INSERT INTO signing_keys (kid, algorithm, public_jwk, private_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, NULL)'),
     retire: db.prepare('UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL RETURNING kid'),
   };
-  const ensureActive = db.transaction((k: SigningKeyRecord): SigningKeyRecord => {
+  const ensureActive = lockedTransaction(db, (k: SigningKeyRecord): SigningKeyRecord => {
     sql.insertIfNone.run(k.kid, k.algorithm, toJson(k.public_jwk), toJson(k.private_jwk), k.created_at);
     return keyFromRow(sql.active.get() as Row);
   });
-  const rotate = db.transaction((k: SigningKeyRecord, at: string): string[] => {
+  const rotate = lockedTransaction(db, (k: SigningKeyRecord, at: string): string[] => {
     const retired = (sql.retire.all(at) as Array<{ kid: string }>).map((r) => r.kid);
     sql.insert.run(k.kid, k.algorithm, toJson(k.public_jwk), toJson(k.private_jwk), k.created_at);
     return retired;
@@ -43,10 +44,10 @@ export function createSigningKeys(db: Database.Database): SigningKeysPort {
       return (sql.verifiable.all(retiredAfter) as Row[]).map(keyFromRow);
     },
     async ensureActive(candidate) {
-      return ensureActive.immediate(candidate);
+      return ensureActive(candidate);
     },
     async rotate(next, at) {
-      return rotate.immediate(next, at);
+      return rotate(next, at);
     },
   };
 }

@@ -3,6 +3,7 @@ import type { UsersPort } from '../ports.js';
 import type { UserRecord } from '../records.js';
 import { recordChanges, type FeedSignal } from './feed.js';
 import type { Row } from './rows.js';
+import { lockedTransaction, writeTransaction } from './write-lock.js';
 
 function userFromRow(r: Row): UserRecord {
   return {
@@ -29,20 +30,20 @@ export function createUsers(db: Database.Database, signal: FeedSignal): UsersPor
        AND NOT EXISTS (SELECT 1 FROM memberships o WHERE o.org_id = m.org_id AND o.role = 'owner' AND o.user_id <> m.user_id) LIMIT 1`),
     remove: db.prepare('DELETE FROM users WHERE id = ?'),
   };
-  const remove = db.transaction((id: string): 'deleted' | 'not_found' | 'last_owner' => {
+  const remove = lockedTransaction(db, (id: string): 'deleted' | 'not_found' | 'last_owner' => {
     if (sql.soleOwner.get(id) !== undefined) return 'last_owner';
     if (sql.remove.run(id).changes === 0) return 'not_found';
     recordChanges(db, [{ kind: 'user', user_id: id }], new Date().toISOString());
     return 'deleted';
   });
-  const setPassword = db.transaction((id: string, hash: string, at: string): boolean => {
+  const setPassword = lockedTransaction(db, (id: string, hash: string, at: string): boolean => {
     if (sql.setPassword.run({ id, hash, at }).changes === 0) return false;
     recordChanges(db, [{ kind: 'user', user_id: id }], at);
     return true;
   });
   return {
     async create(u) {
-      return sql.insert.run(u.id, u.email, u.password_hash, u.access_valid_after, u.created_at, u.updated_at).changes > 0;
+      return writeTransaction(db, () => sql.insert.run(u.id, u.email, u.password_hash, u.access_valid_after, u.created_at, u.updated_at).changes > 0);
     },
     async get(id) {
       const r = sql.byId.get(id) as Row | undefined;
@@ -53,12 +54,12 @@ export function createUsers(db: Database.Database, signal: FeedSignal): UsersPor
       return r ? userFromRow(r) : undefined;
     },
     async setPasswordHash(id, hash, at) {
-      const done = setPassword.immediate(id, hash, at);
+      const done = setPassword(id, hash, at);
       if (done) signal.fire();
       return done;
     },
     async delete(id) {
-      const outcome = remove.immediate(id);
+      const outcome = remove(id);
       if (outcome === 'deleted') signal.fire();
       return outcome;
     },

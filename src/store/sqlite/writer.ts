@@ -87,16 +87,27 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+/** Options of createWorkerWriter. */
+export interface WorkerWriterOptions {
+  /**
+   * How long a batch waits for SQLite's write lock while another connection holds it before it fails
+   * with SQLITE_BUSY, ms (default 5000, LOCK_WAIT in src/store/sqlite/write-lock.ts; tests pass less).
+   */
+  lockTimeoutMs?: number;
+}
+
 /**
  * A writer thread (writer.worker.ts, compiled) with its own connection to `file`, opened after the main
- * thread ran the migrations. A write that finds the thread idle is posted at once; one batch is in
+ * thread ran the migrations. Its batches wait for the write lock, when another connection (of this
+ * process or another) holds it, in steps of 50-200 µs rather than in SQLite's busy handler
+ * (src/store/sqlite/write-lock.ts). A write that finds the thread idle is posted at once; one batch is in
  * flight at a time, and writes issued meanwhile wait and go as the next batch, so the batch grows with
  * the load (one fsync for all of them). If the thread dies, the
  * writes in flight reject with the reason and the next write starts a new thread.
  *
  * @throws Error when the compiled worker is missing (run `npm run build`).
  */
-export function createWorkerWriter(file: string, sync: SqliteSync): ConversationWriter {
+export function createWorkerWriter(file: string, sync: SqliteSync, opts: WorkerWriterOptions = {}): ConversationWriter {
   const url = compiledWorkerUrl(import.meta.url, 'writer.worker.js');
   let worker: Worker | undefined;
   let nextId = 1;
@@ -110,7 +121,7 @@ export function createWorkerWriter(file: string, sync: SqliteSync): Conversation
   const counts: CommitCounts = { full: 0, normal: 0 };
 
   function start(): Worker {
-    const w = new Worker(url, { workerData: { file, sync } });
+    const w = new Worker(url, { workerData: { file, sync, ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }) } });
     w.on('message', (reply: BatchReply) => {
       const batch = inFlight;
       if (!batch || batch.id !== reply.id) return;

@@ -10,12 +10,14 @@ import { CONVERSATION_WRITES } from './conversation-writes.js';
 import { applyBatch } from './group-commit.js';
 import { batchSynchronous } from './knowledge-writes.js';
 import type { BatchReply, WireError, WriteRequest } from './writer.js';
+import { LOCK_WAIT } from './write-lock.js';
 
 // The messages come from this process's own main thread (writer.ts), so they are checked by hand rather
 // than with zod: importing zod alone takes about 55 ms of a worker's start (it starts with the first write).
-const init = workerData as { file: unknown; sync: unknown };
-if (typeof init?.file !== 'string' || (init.sync !== 'FULL' && init.sync !== 'NORMAL')) {
-  throw new TypeError('the SQLite writer thread needs workerData {file: string, sync: "FULL" | "NORMAL"}');
+const init = workerData as { file: unknown; sync: unknown; lockTimeoutMs?: unknown };
+if (typeof init?.file !== 'string' || (init.sync !== 'FULL' && init.sync !== 'NORMAL')
+  || (init.lockTimeoutMs !== undefined && !(typeof init.lockTimeoutMs === 'number' && init.lockTimeoutMs >= 0))) {
+  throw new TypeError('the SQLite writer thread needs workerData {file: string, sync: "FULL" | "NORMAL", lockTimeoutMs?: number >= 0}');
 }
 
 /** Checks a batch from the main thread: `{id: integer, writes: [{op: a CONVERSATION_WRITES name, args}]}`. */
@@ -52,10 +54,19 @@ function setSync(level: 'FULL' | 'NORMAL'): void {
 }
 
 setSync(configuredSync);
-db.pragma('busy_timeout = 5000');
+// No busy handler: a batch waits for the write lock in applyBatch, trying again every 50-200 µs for up to
+// 5 s (src/store/sqlite/write-lock.ts), not in SQLite's sleeps of up to 100 ms. Nothing else this
+// connection does waits for a lock: it reads only inside its own write transactions.
+db.pragma('busy_timeout = 0');
 db.pragma('foreign_keys = ON');
 // As on the main connection (database.ts openDatabase): deleted content is overwritten, not left in free pages.
 db.pragma('secure_delete = ON');
+
+/** How this thread's batches wait for the write lock (the connection has no busy handler): LOCK_WAIT, or the time the main thread gave. */
+const WRITE_LOCK = {
+  wait: init.lockTimeoutMs === undefined ? LOCK_WAIT : { ...LOCK_WAIT, timeoutMs: init.lockTimeoutMs as number },
+  busyHandler: false,
+} as const;
 
 function toWire(err: unknown): WireError {
   if (err instanceof Error) return { name: err.name, message: err.message, code: (err as Error & { code?: string }).code };
@@ -72,7 +83,7 @@ parentPort!.on('message', (message: unknown) => {
     setSync(wanted);
     level = currentSync();
   }
-  const result = applyBatch(db, batch.writes.map((w) => () => (CONVERSATION_WRITES[w.op] as (d: Database.Database, a: unknown) => unknown)(db, w.args)));
+  const result = applyBatch(db, batch.writes.map((w) => () => (CONVERSATION_WRITES[w.op] as (d: Database.Database, a: unknown) => unknown)(db, w.args)), WRITE_LOCK);
   const reply: BatchReply = {
     id: batch.id,
     synchronous: result.committed ? level : undefined,
