@@ -14,9 +14,7 @@ import { SOCKET_TICKET_WRITES } from './socket-ticket-writes.js';
 import { countUsage, OUTBOX_WRITES, writeOutbox } from './outbox-writes.js';
 import { toJson } from './rows.js';
 import { scrubEventData } from '../erasure.js';
-
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Database.Database, Statements>();
+import { statementCache } from './statement-cache.js';
 
 function prepare(db: Database.Database) {
   return {
@@ -49,14 +47,7 @@ function prepare(db: Database.Database) {
   };
 }
 
-function statements(db: Database.Database): Statements {
-  let s = cache.get(db);
-  if (s === undefined) {
-    s = prepare(db);
-    cache.set(db, s);
-  }
-  return s;
-}
+const statements = statementCache(prepare);
 
 function insertConversation(db: Database.Database, c: ConversationRecord): void {
   statements(db).insertConversation.run(c.id, c.org_id, c.agent_id, c.status, toJson(c.metadata), c.visitor_token_hash, c.public_key ?? null, c.created_at, c.updated_at);

@@ -2,14 +2,12 @@ import type Database from 'better-sqlite3';
 import type { FeedPort } from '../ports.js';
 import type { FeedChange, FeedEntry } from '../records.js';
 import { writeTransaction } from './write-lock.js';
+import { statementCache } from './statement-cache.js';
 
 /** The writer the prune goes through (src/store/sqlite/writer.ts; named here by its one write, so feed.ts does not import it). */
 export interface FeedPruneWriter {
   run(op: 'feedPrune', args: { before: string }): Promise<number>;
 }
-
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Database.Database, Statements>();
 
 function prepare(db: Database.Database) {
   return {
@@ -20,14 +18,7 @@ function prepare(db: Database.Database) {
   };
 }
 
-function statements(db: Database.Database): Statements {
-  let s = cache.get(db);
-  if (s === undefined) {
-    s = prepare(db);
-    cache.set(db, s);
-  }
-  return s;
-}
+const statements = statementCache(prepare);
 
 /**
  * Appends `changes` to the feed in the caller's transaction (so each is durable exactly when the change it

@@ -12,12 +12,10 @@ import type { DocumentRecord, NewChunk, OutboxEvent } from '../records.js';
 import { vectorToBytes } from '../vectors.js';
 import { FtsMerger } from './fts-merge.js';
 import { writeOutbox } from './outbox-writes.js';
+import { statementCache } from './statement-cache.js';
 
 /** Leftover chunks deleted by one chunksPrepare call while a document's earlier attempt is cleared. */
 export const CLEAR_BATCH = 256;
-
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Database.Database, Statements>();
 
 function prepare(db: Database.Database) {
   return {
@@ -44,14 +42,7 @@ function prepare(db: Database.Database) {
   };
 }
 
-function statements(db: Database.Database): Statements {
-  let s = cache.get(db);
-  if (s === undefined) {
-    s = prepare(db);
-    cache.set(db, s);
-  }
-  return s;
-}
+const statements = statementCache(prepare);
 
 /**
  * Writes no client is ever told about on their own: the slices of a document's chunks and their

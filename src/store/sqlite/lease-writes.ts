@@ -7,11 +7,9 @@
 import type Database from 'better-sqlite3';
 import type { ConversationLease, Fence, LeaseOutcome, LeaseOwner } from '../records.js';
 import { LeaseLost } from '../lease-lost.js';
+import { statementCache } from './statement-cache.js';
 
 export { LeaseLost };
-
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Database.Database, Statements>();
 
 function prepare(db: Database.Database) {
   return {
@@ -36,14 +34,7 @@ function prepare(db: Database.Database) {
   };
 }
 
-function statements(db: Database.Database): Statements {
-  let s = cache.get(db);
-  if (s === undefined) {
-    s = prepare(db);
-    cache.set(db, s);
-  }
-  return s;
-}
+const statements = statementCache(prepare);
 
 /** A lease row as a record. */
 export function leaseFromRow(r: Record<string, unknown>): ConversationLease {

@@ -12,9 +12,7 @@ import { newId } from '../../ids/ids.js';
 import type { AttemptOutcome, ClaimedDelivery, EndpointDisabledReason, OutboxEvent, UsageThreshold, WebhookEndpointPatch, WebhookEndpointRecord } from '../records.js';
 import { fromJson, toJson, type Row } from './rows.js';
 import { recordChanges } from './feed.js';
-
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Database.Database, Statements>();
+import { statementCache } from './statement-cache.js';
 
 function prepare(db: Database.Database) {
   return {
@@ -83,14 +81,7 @@ function prepare(db: Database.Database) {
   };
 }
 
-function statements(db: Database.Database): Statements {
-  let s = cache.get(db);
-  if (s === undefined) {
-    s = prepare(db);
-    cache.set(db, s);
-  }
-  return s;
-}
+const statements = statementCache(prepare);
 
 /** True when an endpoint subscribed to `events` (its stored JSON list) takes an event of `type`. */
 function subscribes(eventsJson: string, type: string): boolean {

@@ -14,9 +14,7 @@ import type Database from 'better-sqlite3';
 import type { RefreshFamilyRecord, RefreshRotation, RefreshTokenRecord } from '../records.js';
 import { recordChanges } from './feed.js';
 import type { Row } from './rows.js';
-
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Database.Database, Statements>();
+import { statementCache } from './statement-cache.js';
 
 function prepare(db: Database.Database) {
   return {
@@ -40,14 +38,7 @@ function prepare(db: Database.Database) {
   };
 }
 
-function statements(db: Database.Database): Statements {
-  let s = cache.get(db);
-  if (s === undefined) {
-    s = prepare(db);
-    cache.set(db, s);
-  }
-  return s;
-}
+const statements = statementCache(prepare);
 
 /** A refresh_families row as a record. */
 export function familyFromRow(r: Row): RefreshFamilyRecord {

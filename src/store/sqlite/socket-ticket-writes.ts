@@ -7,9 +7,7 @@
 import type Database from 'better-sqlite3';
 import type { SocketTicketRecord } from '../records.js';
 import type { Row } from './rows.js';
-
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Database.Database, Statements>();
+import { statementCache } from './statement-cache.js';
 
 function prepare(db: Database.Database) {
   return {
@@ -19,14 +17,7 @@ function prepare(db: Database.Database) {
   };
 }
 
-function statements(db: Database.Database): Statements {
-  let s = cache.get(db);
-  if (s === undefined) {
-    s = prepare(db);
-    cache.set(db, s);
-  }
-  return s;
-}
+const statements = statementCache(prepare);
 
 /** The socket-ticket writes, by name (merged into CONVERSATION_WRITES); each is the SocketTicketsPort method named. */
 export const SOCKET_TICKET_WRITES = {
